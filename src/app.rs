@@ -1,0 +1,118 @@
+//! Assembling the server from settings: runtimes, discovered downstream servers, the upstream
+//! pool, the executor and the MCP front. Shared by every subcommand so that `serve`, `servers`,
+//! `search` and `doctor` see exactly the same configuration.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::discovery::{self, Discovery, DiscoveryInputs};
+use crate::config::settings::Settings;
+use crate::executor::Executor;
+use crate::front::{Front, RuntimeInfo};
+use crate::runtime::{self, Runtimes};
+use crate::sandbox::host::{self, WorkerConfig};
+use crate::sandbox::jail::JailPolicy;
+use crate::upstream::{UpstreamPool, UpstreamTimeouts};
+
+/// Environment variable naming an extra MCP config file (highest precedence).
+pub const MCP_CONFIG_PATH_ENV: &str = "MCP_CONFIG_PATH";
+/// Command names that launch this server itself; such entries are skipped.
+pub const SELF_NAMES: &[&str] = &["code-executor"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Settings(#[from] crate::config::settings::SettingsError),
+    #[error(transparent)]
+    Runtime(#[from] runtime::RuntimeError),
+    #[error(transparent)]
+    Discovery(#[from] discovery::DiscoveryError),
+}
+
+/// Everything a subcommand needs.
+pub struct App {
+    pub settings: Arc<Settings>,
+    pub discovery: Discovery,
+    pub runtimes: Runtimes,
+    pub runtime_info: RuntimeInfo,
+    pub executor: Arc<Executor>,
+}
+
+impl App {
+    /// Builds the app. `serving` installs missing runtimes (verified) first and warms the
+    /// worker pools; the other subcommands only use what is installed.
+    pub async fn build(settings: Settings, serving: bool) -> Result<App, AppError> {
+        let fetch = serving;
+        let settings = Arc::new(settings);
+        let runtimes = if fetch {
+            runtime::ensure(&settings.runtime_dir, runtime::mirror_from_env().as_deref()).await?
+        } else {
+            runtime::locate(&settings.runtime_dir)?
+        };
+        let discovery = discover(&settings)?;
+        for warning in &discovery.warnings {
+            tracing::warn!("{warning}");
+        }
+        for invalid in &discovery.invalid {
+            tracing::warn!(
+                "MCP server `{}` is not usable: {}",
+                invalid.name,
+                invalid.error
+            );
+        }
+        let pool = UpstreamPool::new(
+            discovery.servers.clone(),
+            discovery
+                .invalid
+                .iter()
+                .map(|i| (i.name.clone(), i.error.clone()))
+                .collect(),
+            UpstreamTimeouts {
+                connect: settings.connect_timeout,
+                call: settings.tool_call_timeout,
+            },
+        );
+        let worker = WorkerConfig {
+            deno: runtimes.deno.clone(),
+            pyodide_dir: runtimes.pyodide_dir.clone(),
+            heap_limit_mb: settings.heap_limit_mb,
+            jail: JailPolicy::default(),
+        };
+        let runtime_info = RuntimeInfo {
+            deno: host::deno_version(&runtimes.deno).await.ok(),
+            pyodide: Some(runtime::PYODIDE.version.to_string()),
+        };
+        let executor = Arc::new(Executor::new(
+            settings.clone(),
+            worker,
+            Arc::new(pool),
+            serving,
+        ));
+        Ok(App {
+            settings,
+            discovery,
+            runtimes,
+            runtime_info,
+            executor,
+        })
+    }
+
+    pub fn front(&self) -> Front {
+        Front::new(self.executor.clone(), self.runtime_info.clone())
+    }
+}
+
+/// Reads the client configs for this user and project.
+pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
+    let inputs = DiscoveryInputs {
+        home: dirs::home_dir().unwrap_or_else(|| PathBuf::from("/")),
+        project_dir: settings.project_dir.clone(),
+        explicit: std::env::var_os(MCP_CONFIG_PATH_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        env: std::env::vars().collect::<BTreeMap<_, _>>(),
+        self_names: SELF_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    discovery::discover(&inputs)
+}

@@ -1,0 +1,228 @@
+//! The server's own settings: limits, paths and pool sizes.
+//!
+//! Loaded in two stages (raw, then validated): a TOML file (`--config`, then
+//! `CODE_EXECUTOR_CONFIG`, then `~/.config/code-executor/config.toml` if it exists), overridden
+//! field by field by `CODE_EXECUTOR_<FIELD>` environment variables. Every field has a safe default,
+//! documented on the field. This module owns no discovery of downstream servers (see `discovery`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// Environment variable naming the settings file.
+pub const CONFIG_ENV: &str = "CODE_EXECUTOR_CONFIG";
+/// Prefix of the environment variables that override single settings.
+pub const ENV_PREFIX: &str = "CODE_EXECUTOR_";
+
+/// Variables with the prefix that are not settings fields (read elsewhere).
+const NOT_SETTINGS: &[&str] = &["config", "runtime_mirror", "bin", "log"];
+
+/// Settings as written by the user: every field optional, unknown fields ignored.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RawSettings {
+    /// Where the verified Deno and Pyodide runtimes live.
+    /// Default: `$XDG_DATA_HOME/code-executor/runtimes` (`~/.local/share/...`).
+    pub runtime_dir: Option<PathBuf>,
+    /// The project root used for project-scoped client configs. Default: the current directory.
+    pub project_dir: Option<PathBuf>,
+    /// Timeout of an execution when the caller gives none, in ms. Default 30000.
+    pub timeout_ms: Option<u64>,
+    /// Largest timeout a caller may ask for, in ms. Default 300000.
+    pub max_timeout_ms: Option<u64>,
+    /// Cap on the output (console + result) one execution returns, in bytes. Default 1 MiB.
+    pub output_limit_bytes: Option<usize>,
+    /// V8 heap limit of a worker, in MiB. Default 256.
+    pub heap_limit_mb: Option<u32>,
+    /// Executions running at once; further ones wait in the queue. Default 4.
+    pub max_concurrent_executions: Option<usize>,
+    /// Executions allowed to wait for a slot; beyond that a call is refused as busy. Default 32.
+    pub max_queued_executions: Option<usize>,
+    /// Pre-started TypeScript workers kept ready (each used once). 0 disables. Default 2.
+    pub pool_size_typescript: Option<usize>,
+    /// Largest `code` accepted, in bytes. Default 1 MiB.
+    pub max_code_bytes: Option<usize>,
+    /// Tool calls one execution may make. Default 1000.
+    pub max_tool_calls_per_execution: Option<u32>,
+    /// Timeout of one downstream tool call, in ms. Default 60000.
+    pub tool_call_timeout_ms: Option<u64>,
+    /// Timeout for starting and initialising a downstream server, in ms. Default 30000.
+    pub connect_timeout_ms: Option<u64>,
+}
+
+/// Validated settings with every default applied.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub runtime_dir: PathBuf,
+    pub project_dir: PathBuf,
+    pub default_timeout: Duration,
+    pub max_timeout: Duration,
+    pub output_limit_bytes: usize,
+    pub heap_limit_mb: u32,
+    pub max_concurrent_executions: usize,
+    pub max_queued_executions: usize,
+    pub pool_size_typescript: usize,
+    pub max_code_bytes: usize,
+    pub max_tool_calls_per_execution: u32,
+    pub tool_call_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// The settings file that was read, if any.
+    pub source: Option<PathBuf>,
+}
+
+/// A settings file or variable that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("settings: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("settings file {path} does not exist")]
+    MissingFile { path: PathBuf },
+    #[error("setting `{field}` is invalid: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    #[error("cannot determine the current directory: {0}")]
+    CurrentDir(std::io::Error),
+}
+
+impl Settings {
+    /// Loads settings from the file (explicit path, `CODE_EXECUTOR_CONFIG`, or the default
+    /// location if present) and the environment.
+    pub fn load(explicit: Option<&Path>) -> Result<Self, SettingsError> {
+        let file = match explicit
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os(CONFIG_ENV).map(PathBuf::from))
+        {
+            Some(path) if !path.is_file() => return Err(SettingsError::MissingFile { path }),
+            Some(path) => Some(path),
+            None => default_settings_file().filter(|p| p.is_file()),
+        };
+        let mut figment = Figment::from(Serialized::defaults(RawSettings::default()));
+        if let Some(path) = &file {
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(NOT_SETTINGS));
+        let raw: RawSettings = figment.extract().map_err(Box::new)?;
+        Self::validate(raw, file)
+    }
+
+    /// Applies defaults and checks ranges.
+    pub fn validate(raw: RawSettings, source: Option<PathBuf>) -> Result<Self, SettingsError> {
+        let project_dir = match raw.project_dir {
+            Some(dir) => dir,
+            None => std::env::current_dir().map_err(SettingsError::CurrentDir)?,
+        };
+        let settings = Settings {
+            runtime_dir: raw.runtime_dir.unwrap_or_else(default_runtime_dir),
+            project_dir,
+            default_timeout: Duration::from_millis(raw.timeout_ms.unwrap_or(30_000)),
+            max_timeout: Duration::from_millis(raw.max_timeout_ms.unwrap_or(300_000)),
+            output_limit_bytes: raw.output_limit_bytes.unwrap_or(1024 * 1024),
+            heap_limit_mb: raw.heap_limit_mb.unwrap_or(256),
+            max_concurrent_executions: raw.max_concurrent_executions.unwrap_or(4),
+            max_queued_executions: raw.max_queued_executions.unwrap_or(32),
+            pool_size_typescript: raw.pool_size_typescript.unwrap_or(2),
+            max_code_bytes: raw.max_code_bytes.unwrap_or(1024 * 1024),
+            max_tool_calls_per_execution: raw.max_tool_calls_per_execution.unwrap_or(1000),
+            tool_call_timeout: Duration::from_millis(raw.tool_call_timeout_ms.unwrap_or(60_000)),
+            connect_timeout: Duration::from_millis(raw.connect_timeout_ms.unwrap_or(30_000)),
+            source,
+        };
+        settings.check()?;
+        Ok(settings)
+    }
+
+    fn check(&self) -> Result<(), SettingsError> {
+        let invalid = |field, reason: &str| {
+            Err(SettingsError::Invalid {
+                field,
+                reason: reason.to_string(),
+            })
+        };
+        if self.default_timeout.is_zero() {
+            return invalid("timeout_ms", "must be positive");
+        }
+        if self.max_timeout < self.default_timeout {
+            return invalid("max_timeout_ms", "must be at least timeout_ms");
+        }
+        if self.output_limit_bytes < 1024 {
+            return invalid("output_limit_bytes", "must be at least 1024");
+        }
+        if !(32..=16_384).contains(&self.heap_limit_mb) {
+            return invalid("heap_limit_mb", "must be between 32 and 16384");
+        }
+        if self.pool_size_typescript > 64 {
+            return invalid("pool_size_typescript", "must be at most 64");
+        }
+        if self.max_concurrent_executions == 0 {
+            return invalid("max_concurrent_executions", "must be at least 1");
+        }
+        if self.tool_call_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return invalid("tool_call_timeout_ms", "timeouts must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// `~/.config/code-executor/config.toml` (or the platform's config dir).
+pub fn default_settings_file() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("code-executor").join("config.toml"))
+}
+
+fn default_runtime_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("code-executor")
+        .join("runtimes")
+}
+
+#[cfg(test)]
+// figment's `Jail` closures return its own large error type.
+#[allow(clippy::result_large_err)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_safe_and_valid() {
+        let s = Settings::validate(RawSettings::default(), None).unwrap();
+        assert_eq!(s.output_limit_bytes, 1024 * 1024);
+        assert_eq!(s.default_timeout, Duration::from_secs(30));
+        assert_eq!(s.heap_limit_mb, 256);
+    }
+
+    #[test]
+    fn file_then_env_override() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.toml", "timeout_ms = 5000\nheap_limit_mb = 128\n")?;
+            jail.set_env("CODE_EXECUTOR_HEAP_LIMIT_MB", "64");
+            let s = Settings::load(Some(Path::new("c.toml"))).expect("loads");
+            assert_eq!(s.default_timeout, Duration::from_secs(5));
+            assert_eq!(s.heap_limit_mb, 64);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn bad_variable_is_named() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("CODE_EXECUTOR_TIMEOUT_MS", "soon");
+            let err = Settings::load(None).unwrap_err().to_string();
+            assert!(
+                err.contains("TIMEOUT_MS") && err.contains("CODE_EXECUTOR_"),
+                "{err}"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn out_of_range_is_refused() {
+        let raw = RawSettings {
+            heap_limit_mb: Some(1),
+            ..Default::default()
+        };
+        let err = Settings::validate(raw, None).unwrap_err().to_string();
+        assert!(err.contains("heap_limit_mb"), "{err}");
+    }
+}

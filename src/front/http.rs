@@ -1,0 +1,44 @@
+//! Serving the MCP endpoint over streamable HTTP at `/mcp`.
+//!
+//! Binds 127.0.0.1 unless told otherwise. rmcp's transport checks the `Host` header against the
+//! allowed hosts (loopback names by default, which blocks DNS rebinding) and, when origins are
+//! configured, the `Origin` header.
+
+use std::net::SocketAddr;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use super::Front;
+
+/// Serves until `shutdown` is cancelled. Returns once the listener is closed.
+pub async fn serve(
+    front: Front,
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    bound: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let mut allowed_hosts = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
+        allowed_hosts.push(addr.ip().to_string());
+    }
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(allowed_hosts)
+        .with_cancellation_token(shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(front.clone()),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    bound(listener.local_addr()?);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+        .await
+}

@@ -1,0 +1,18 @@
+//! code-executor: one MCP server in front of all of a user's MCP servers. The LLM writes
+//! TypeScript that runs in a fresh, jailed Deno worker and calls the other servers' tools through
+//! `callMCPTool(...)`; tool definitions and intermediate data never enter the LLM's context.
+//!
+//! Data path: `front` (rmcp server) → `executor` (admission, one fresh worker per execution) →
+//! `sandbox` (jailed worker process, private pipe protocol) → host calls → `broker` (allowlist,
+//! quota) → `upstream` (rmcp clients) → downstream server, and back the same way.
+
+pub mod app;
+pub mod broker;
+pub mod catalog;
+pub mod config;
+pub mod directory;
+pub mod executor;
+pub mod front;
+pub mod runtime;
+pub mod sandbox;
+pub mod upstream;

@@ -1,0 +1,302 @@
+//! The `code-executor` binary: command-line parsing, logging set-up, and one function per
+//! subcommand. No policy lives here; everything is assembled by `app`.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+use code_executor::app::App;
+use code_executor::config::settings::Settings;
+use code_executor::runtime;
+use code_executor::sandbox::host::Worker;
+use code_executor::sandbox::proto::Language;
+use code_executor::{directory, front};
+
+/// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
+/// jailed sandbox and calls their tools through `callMCPTool(...)`.
+#[derive(Parser)]
+#[command(name = "code-executor", version, about, long_about = None)]
+struct Cli {
+    /// The server's settings file (TOML). Default: $CODE_EXECUTOR_CONFIG, then
+    /// ~/.config/code-executor/config.toml if it exists.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP over stdio (default) or streamable HTTP.
+    Serve {
+        /// Serve streamable HTTP at ADDR (endpoint /mcp), e.g. 127.0.0.1:8765.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+    },
+    /// List the configured downstream servers and their state (connects to each).
+    Servers {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the downstream tools, as the LLM's searchTools does.
+    Search {
+        /// Keywords, or a tool name.
+        query: String,
+        /// Only this server.
+        #[arg(long)]
+        server: Option<String>,
+        /// Number of results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check runtimes, configs and downstream servers; exits non-zero on any problem.
+    Doctor,
+    /// Install the Deno and Pyodide runtimes, verified by SHA-256.
+    FetchRuntimes {
+        /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
+        /// the npm registry).
+        #[arg(long, value_name = "DIR")]
+        mirror: Option<PathBuf>,
+    },
+}
+
+fn init_logging(default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CODE_EXECUTOR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // Logs go to stderr only: in stdio mode stdout is the MCP stream.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let default_level = match cli.command {
+        Command::Serve { .. } => "info,rmcp=warn",
+        _ => "warn",
+    };
+    init_logging(default_level);
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let settings = Settings::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Serve { http } => serve(settings, http).await,
+        Command::Servers { json } => servers(settings, json).await,
+        Command::Search {
+            query,
+            server,
+            limit,
+            json,
+        } => search(settings, &query, server.as_deref(), limit, json).await,
+        Command::Doctor => doctor(settings).await,
+        Command::FetchRuntimes { mirror } => {
+            let mirror = mirror.or_else(runtime::mirror_from_env);
+            let runtimes = runtime::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
+            println!("deno:    {}", runtimes.deno.display());
+            println!("pyodide: {}", runtimes.pyodide_dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode> {
+    let app = App::build(settings, true).await?;
+    tracing::info!(
+        servers = app.discovery.servers.len(),
+        sources = ?app.discovery.sources_read,
+        "code-executor ready"
+    );
+    let front = app.front();
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown_signal().await;
+            shutdown.cancel();
+        }
+    });
+    match http {
+        Some(addr) => {
+            front::http::serve(front, addr, shutdown, |bound| {
+                tracing::info!("serving MCP over streamable HTTP at http://{bound}/mcp");
+            })
+            .await
+            .with_context(|| format!("cannot serve HTTP on {addr}"))?;
+        }
+        None => {
+            let running = front
+                .serve(rmcp::transport::stdio())
+                .await
+                .context("MCP handshake over stdio failed")?;
+            tokio::select! {
+                _ = running.waiting() => {}
+                _ = shutdown.cancelled() => {}
+            }
+        }
+    }
+    app.executor.upstream().shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
+    let app = App::build(settings, false).await?;
+    let pool = app.executor.upstream();
+    // Connect every server so the listing shows real states and tool counts.
+    pool.all_tools().await;
+    let statuses = directory::servers(pool).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&statuses)?);
+    } else if statuses.is_empty() {
+        println!("No MCP servers configured.");
+    } else {
+        println!(
+            "{:<24} {:<9} {:<10} {:>5}  ERROR",
+            "NAME", "TRANSPORT", "STATE", "TOOLS"
+        );
+        for s in &statuses {
+            println!(
+                "{:<24} {:<9} {:<10} {:>5}  {}",
+                s.name,
+                s.transport,
+                s.state,
+                s.tools.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+                s.error.as_deref().unwrap_or("")
+            );
+        }
+    }
+    pool.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn search(
+    settings: Settings,
+    query: &str,
+    server: Option<&str>,
+    limit: usize,
+    json: bool,
+) -> Result<ExitCode> {
+    let app = App::build(settings, false).await?;
+    let pool = app.executor.upstream();
+    let found = directory::search(pool, query, server, limit.clamp(1, 100)).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&found)?);
+    } else {
+        for m in &found.matches {
+            println!("{}  {}", m.name, m.description);
+        }
+        if found.matches.is_empty() {
+            println!("No tool matches `{query}`.");
+        }
+        for u in &found.unavailable {
+            eprintln!("not searched: {}", u.error);
+        }
+    }
+    pool.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn doctor(settings: Settings) -> Result<ExitCode> {
+    let mut problems = 0;
+    let mut report = |ok: bool, what: &str, detail: String| {
+        if !ok {
+            problems += 1;
+        }
+        println!("[{}] {what}: {detail}", if ok { " ok " } else { "FAIL" });
+    };
+    report(
+        true,
+        "settings",
+        settings
+            .source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "defaults (no settings file)".into()),
+    );
+    let app = match App::build(settings, false).await {
+        Ok(app) => app,
+        Err(e) => {
+            report(false, "start-up", e.to_string());
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    report(
+        app.runtime_info.deno.is_some(),
+        "deno",
+        app.runtime_info
+            .deno
+            .clone()
+            .unwrap_or_else(|| format!("{} does not run", app.runtimes.deno.display())),
+    );
+    let worker = app.executor.worker_config();
+    match Worker::start(worker, Language::Typescript).await {
+        Ok(_) => report(true, "sandbox", "a jailed worker starts".into()),
+        Err(e) => report(false, "sandbox", e.to_string()),
+    }
+    let sources: Vec<String> = app
+        .discovery
+        .sources_read
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    report(
+        true,
+        "configs read",
+        if sources.is_empty() {
+            "none found".into()
+        } else {
+            sources.join(", ")
+        },
+    );
+    for warning in &app.discovery.warnings {
+        report(false, "config", warning.clone());
+    }
+    let pool = app.executor.upstream();
+    for (name, tools) in pool.all_tools().await {
+        match tools {
+            Ok(tools) => report(
+                true,
+                &format!("server {name}"),
+                format!("{} tools", tools.len()),
+            ),
+            Err(e) => report(false, &format!("server {name}"), e.to_string()),
+        }
+    }
+    pool.shutdown().await;
+    if problems == 0 {
+        println!("All checks passed.");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{problems} problem(s) found.");
+        Ok(ExitCode::FAILURE)
+    }
+}

@@ -1,0 +1,248 @@
+//! The sandbox runtimes (Deno and Pyodide): which exact tarballs, how they are fetched and
+//! verified, and where the installed files are.
+//!
+//! Nothing is ever extracted or executed before its SHA-256 matches the pinned value. Tarballs come
+//! from a local mirror directory (`CODE_EXECUTOR_RUNTIME_MIRROR` or `--mirror`) or else from the
+//! npm registry. An installed runtime is a directory `<runtime_dir>/<name>-<version>/` holding the
+//! package contents and a `.verified` marker written last.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Environment variable naming a local directory with the npm tarballs.
+pub const MIRROR_ENV: &str = "CODE_EXECUTOR_RUNTIME_MIRROR";
+
+/// One pinned npm tarball.
+#[derive(Debug, Clone, Copy)]
+pub struct Artifact {
+    pub name: &'static str,
+    pub version: &'static str,
+    /// File name in a mirror directory.
+    pub file: &'static str,
+    pub url: &'static str,
+    pub sha256: &'static str,
+}
+
+/// Deno (V8 + TypeScript), npm package `@deno/linux-x64-glibc`.
+pub const DENO: Artifact = Artifact {
+    name: "deno",
+    version: "2.9.6",
+    file: "deno-linux-x64-glibc-2.9.6.tgz",
+    url: "https://registry.npmjs.org/@deno/linux-x64-glibc/-/linux-x64-glibc-2.9.6.tgz",
+    sha256: "a6596af07f3570b4f1ffa6783bfee9942aac14a719a601baa6bf5b71bf0105e2",
+};
+
+/// Pyodide (CPython in WebAssembly), npm package `pyodide`.
+pub const PYODIDE: Artifact = Artifact {
+    name: "pyodide",
+    version: "314.0.7",
+    file: "pyodide-314.0.7.tgz",
+    url: "https://registry.npmjs.org/pyodide/-/pyodide-314.0.7.tgz",
+    sha256: "66b7949e5a0cba2250b586d7e368bf12fb482800748d182c4618254b685ffaa0",
+};
+
+pub const ALL: [Artifact; 2] = [DENO, PYODIDE];
+
+const MARKER: &str = ".verified";
+/// The largest tarball we accept (Deno is ~45 MB, Pyodide ~12 MB).
+const MAX_TARBALL_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Paths of installed, verified runtimes.
+#[derive(Debug, Clone)]
+pub struct Runtimes {
+    pub deno: PathBuf,
+    pub pyodide_dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(
+        "runtime {name} {version} is not installed in {dir}; run `code-executor fetch-runtimes`"
+    )]
+    NotInstalled {
+        name: &'static str,
+        version: &'static str,
+        dir: PathBuf,
+    },
+    #[error("{file}: SHA-256 is {actual}, expected {expected}; refusing to install it")]
+    ChecksumMismatch {
+        file: String,
+        expected: &'static str,
+        actual: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot download {url}: {reason}")]
+    Download { url: &'static str, reason: String },
+    #[error("cannot install into {path}: {source}")]
+    Install {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Where one artifact is installed.
+pub fn install_dir(runtime_dir: &Path, artifact: &Artifact) -> PathBuf {
+    runtime_dir.join(format!("{}-{}", artifact.name, artifact.version))
+}
+
+/// Finds the installed runtimes, without fetching.
+pub fn locate(runtime_dir: &Path) -> Result<Runtimes, RuntimeError> {
+    for artifact in ALL {
+        let dir = install_dir(runtime_dir, &artifact);
+        let marker = std::fs::read_to_string(dir.join(MARKER)).unwrap_or_default();
+        if marker.trim() != artifact.sha256 {
+            return Err(RuntimeError::NotInstalled {
+                name: artifact.name,
+                version: artifact.version,
+                dir: runtime_dir.to_path_buf(),
+            });
+        }
+    }
+    Ok(Runtimes {
+        deno: install_dir(runtime_dir, &DENO).join("package").join("deno"),
+        pyodide_dir: install_dir(runtime_dir, &PYODIDE).join("package"),
+    })
+}
+
+/// Installs whatever is missing (from `mirror`, or the npm registry) and returns the paths.
+pub async fn ensure(runtime_dir: &Path, mirror: Option<&Path>) -> Result<Runtimes, RuntimeError> {
+    for artifact in ALL {
+        let dir = install_dir(runtime_dir, &artifact);
+        let marker = std::fs::read_to_string(dir.join(MARKER)).unwrap_or_default();
+        if marker.trim() == artifact.sha256 {
+            continue;
+        }
+        let bytes = match mirror {
+            Some(mirror) => read_from_mirror(mirror, &artifact)?,
+            None => download(&artifact).await?,
+        };
+        verify(&artifact, &bytes)?;
+        let runtime_dir = runtime_dir.to_path_buf();
+        tokio::task::spawn_blocking(move || unpack(&runtime_dir, &artifact, &bytes))
+            .await
+            .expect("unpack task panicked")?;
+        tracing::info!(
+            name = artifact.name,
+            version = artifact.version,
+            "runtime installed"
+        );
+    }
+    locate(runtime_dir)
+}
+
+/// The mirror directory from the environment, if set.
+pub fn mirror_from_env() -> Option<PathBuf> {
+    std::env::var_os(MIRROR_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+fn read_from_mirror(mirror: &Path, artifact: &Artifact) -> Result<Vec<u8>, RuntimeError> {
+    let path = mirror.join(artifact.file);
+    let file = std::fs::File::open(&path).map_err(|source| RuntimeError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TARBALL_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|source| RuntimeError::Read { path, source })?;
+    Ok(bytes)
+}
+
+async fn download(artifact: &Artifact) -> Result<Vec<u8>, RuntimeError> {
+    let fail = |reason: String| RuntimeError::Download {
+        url: artifact.url,
+        reason,
+    };
+    let response = reqwest::get(artifact.url)
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|e| fail(e.to_string()))?;
+    if response.content_length().unwrap_or(0) > MAX_TARBALL_BYTES {
+        return Err(fail("tarball is larger than the 256 MiB cap".into()));
+    }
+    let bytes = response.bytes().await.map_err(|e| fail(e.to_string()))?;
+    Ok(bytes.to_vec())
+}
+
+/// Checks the tarball against its pinned SHA-256.
+pub fn verify(artifact: &Artifact, bytes: &[u8]) -> Result<(), RuntimeError> {
+    let actual = hex::encode(Sha256::digest(bytes));
+    if actual != artifact.sha256 {
+        return Err(RuntimeError::ChecksumMismatch {
+            file: artifact.file.to_string(),
+            expected: artifact.sha256,
+            actual,
+        });
+    }
+    Ok(())
+}
+
+/// Extracts a verified tarball into a fresh directory, then moves it into place atomically.
+fn unpack(runtime_dir: &Path, artifact: &Artifact, bytes: &[u8]) -> Result<(), RuntimeError> {
+    let install = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RuntimeError::Install { path, source }
+    };
+    std::fs::create_dir_all(runtime_dir).map_err(install(runtime_dir))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(runtime_dir)
+        .map_err(install(runtime_dir))?;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    archive.set_preserve_permissions(true);
+    // `unpack` refuses entries that would escape the target directory.
+    archive
+        .unpack(staging.path())
+        .map_err(install(staging.path()))?;
+    std::fs::write(staging.path().join(MARKER), artifact.sha256)
+        .map_err(install(staging.path()))?;
+    let target = install_dir(runtime_dir, artifact);
+    if target.exists() {
+        std::fs::remove_dir_all(&target).map_err(install(&target))?;
+    }
+    let staged = staging.keep();
+    std::fs::rename(&staged, &target).map_err(install(&target))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tampered_tarball_is_refused() {
+        let err = verify(&DENO, b"not the deno tarball").unwrap_err();
+        assert!(matches!(err, RuntimeError::ChecksumMismatch { .. }));
+        assert!(err.to_string().contains(DENO.file));
+    }
+
+    #[test]
+    fn nothing_installed_is_reported_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = locate(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("fetch-runtimes"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_mirror_with_a_bad_file_installs_nothing() {
+        let mirror = tempfile::tempdir().unwrap();
+        let target = tempfile::tempdir().unwrap();
+        std::fs::write(mirror.path().join(DENO.file), b"tampered").unwrap();
+        let err = ensure(target.path(), Some(mirror.path()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, RuntimeError::ChecksumMismatch { .. }),
+            "{err}"
+        );
+        assert!(!install_dir(target.path(), &DENO).exists());
+    }
+}

@@ -1,0 +1,473 @@
+//! Worker processes: spawning a jailed Deno worker, driving one execution over its private
+//! pipes, enforcing the wall-clock deadline and the output cap, and killing it afterwards.
+//!
+//! A worker is used for exactly one execution. It is treated as hostile: every line it sends is
+//! parsed strictly, its output is capped here (not only inside the worker), and its stderr is
+//! read only for diagnostics. Host calls (tool calls and catalogue look-ups) are answered by a
+//! [`HostCalls`] implementation supplied by the executor; this module knows nothing of MCP.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+
+use super::jail::{self, JailPolicy};
+use super::proto::{self, HostRequest, Language, Stream, WorkerMessage};
+
+/// The worker bootstrap, embedded in the binary and handed to Deno as a `data:` URL, so no file
+/// on disk is needed and none can be swapped.
+const RUNNER_JS: &str = include_str!("worker/runner.js");
+/// How much of a worker's stderr is kept for diagnostics.
+const STDERR_TAIL_BYTES: usize = 16 * 1024;
+
+/// Answers the requests sandboxed code makes. Implemented by the executor.
+pub trait HostCalls: Send + Sync + 'static {
+    fn handle(
+        self: Arc<Self>,
+        request: HostRequest,
+    ) -> futures::future::BoxFuture<'static, Result<Value, String>>;
+}
+
+/// How to start workers.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub deno: PathBuf,
+    pub pyodide_dir: PathBuf,
+    pub heap_limit_mb: u32,
+    pub jail: JailPolicy,
+}
+
+/// Why a worker could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot create the worker's working directory: {0}")]
+    WorkDir(std::io::Error),
+    #[error("cannot start the Deno worker {path}: {source}")]
+    Spawn {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the worker did not become ready: {0}")]
+    NotReady(String),
+}
+
+/// A started worker that has announced `ready` and has not run anything yet.
+pub struct Worker {
+    child: Child,
+    pgid: Option<u32>,
+    stdin: ChildStdin,
+    lines: FramedRead<ChildStdout, LinesCodec>,
+    stderr: tokio::task::JoinHandle<String>,
+    language: Language,
+    heap_limit_mb: u32,
+    // Removed (with anything in it) when the worker is dropped.
+    _workdir: tempfile::TempDir,
+}
+
+impl Worker {
+    /// Starts a jailed worker for `language` and waits until it is ready.
+    pub async fn start(config: &WorkerConfig, language: Language) -> Result<Worker, SpawnError> {
+        let workdir = tempfile::Builder::new()
+            .prefix("code-executor-worker-")
+            .tempdir()
+            .map_err(SpawnError::WorkDir)?;
+        // `cwd` is empty; `cache` is Deno's private cache for this one worker (transpiled user
+        // code lands there), so nothing of one execution outlives it or reaches the next.
+        let cwd = workdir.path().join("cwd");
+        let cache = workdir.path().join("cache");
+        for dir in [&cwd, &cache] {
+            std::fs::create_dir(dir).map_err(SpawnError::WorkDir)?;
+        }
+        let mut cmd = tokio::process::Command::new(&config.deno);
+        jail::confine(&mut cmd, config.jail);
+        // The only variable a worker sees; user code cannot read it (no --allow-env).
+        cmd.env("DENO_DIR", &cache);
+        cmd.args(deno_args(config, language))
+            .current_dir(&cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
+            path: config.deno.clone(),
+            source,
+        })?;
+        let pgid = child.id();
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let stderr = tokio::spawn(async move {
+            let mut tail = Vec::new();
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > 2 * STDERR_TAIL_BYTES {
+                    tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+                }
+            }
+            String::from_utf8_lossy(&tail).into_owned()
+        });
+        let mut worker = Worker {
+            child,
+            pgid,
+            stdin,
+            lines: FramedRead::new(
+                stdout,
+                LinesCodec::new_with_max_length(proto::MAX_WORKER_LINE),
+            ),
+            stderr,
+            language,
+            heap_limit_mb: config.heap_limit_mb,
+            _workdir: workdir,
+        };
+        match worker.lines.next().await {
+            Some(Ok(line)) if proto::parse_worker_line(&line) == Ok(WorkerMessage::Ready) => {
+                Ok(worker)
+            }
+            Some(Ok(line)) => Err(SpawnError::NotReady(format!(
+                "unexpected first message: {}",
+                truncate(&line, 200)
+            ))),
+            Some(Err(e)) => Err(SpawnError::NotReady(e.to_string())),
+            None => Err(SpawnError::NotReady(worker.exit_diagnosis().await)),
+        }
+    }
+
+    pub fn language(&self) -> Language {
+        self.language
+    }
+
+    /// Whether the process is still running (a pooled worker may have been killed meanwhile).
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Runs `code` to completion, the deadline or a failure, then kills the worker.
+    pub async fn run(
+        mut self,
+        code: &str,
+        deadline: Duration,
+        output_limit: usize,
+        calls: Arc<dyn HostCalls>,
+    ) -> RunOutcome {
+        let started = Instant::now();
+        let mut output = OutputBuffer::new(output_limit);
+        let ending =
+            tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls))
+                .await;
+        let ending = match ending {
+            Ok(ending) => ending,
+            Err(_) => Ending::Failed(format!(
+                "execution timed out after {} ms and was killed",
+                deadline.as_millis()
+            )),
+        };
+        self.kill().await;
+        let (success, value, error) = match ending {
+            Ending::Done(value) => (true, value, None),
+            Ending::UserError(e) | Ending::Failed(e) => (false, None, Some(e)),
+            Ending::WorkerExited => (false, None, Some(self.exit_diagnosis().await)),
+        };
+        RunOutcome {
+            success,
+            output: output.finish(),
+            value,
+            error,
+            duration: started.elapsed(),
+        }
+    }
+
+    async fn drive(
+        &mut self,
+        code: &str,
+        output_limit: usize,
+        output: &mut OutputBuffer,
+        calls: Arc<dyn HostCalls>,
+    ) -> Ending {
+        let execute = proto::execute_line(self.language, code, output_limit);
+        if self.stdin.write_all(execute.as_bytes()).await.is_err() {
+            return Ending::WorkerExited;
+        }
+        let mut pending = FuturesUnordered::new();
+        loop {
+            tokio::select! {
+                line = self.lines.next() => {
+                    let line = match line {
+                        None => return Ending::WorkerExited,
+                        Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                            return Ending::Failed(format!(
+                                "protocol violation: worker sent a message over {} bytes",
+                                proto::MAX_WORKER_LINE
+                            ));
+                        }
+                        Some(Err(LinesCodecError::Io(_))) => return Ending::WorkerExited,
+                        Some(Ok(line)) => line,
+                    };
+                    match proto::parse_worker_line(&line) {
+                        Ok(WorkerMessage::Output { stream, text }) => output.push(stream, &text),
+                        Ok(WorkerMessage::Call { id, request }) => {
+                            let fut = calls.clone().handle(request);
+                            pending.push(async move { (id, fut.await) });
+                        }
+                        Ok(WorkerMessage::Done { ok: true, value, .. }) => {
+                            return Ending::Done(value);
+                        }
+                        Ok(WorkerMessage::Done { ok: false, error, .. }) => {
+                            return Ending::UserError(describe_user_error(error));
+                        }
+                        Ok(WorkerMessage::Ready) => {
+                            return Ending::Failed("protocol violation: second `ready`".into());
+                        }
+                        Err(e) => return Ending::Failed(format!("protocol violation: {e}")),
+                    }
+                }
+                Some((id, result)) = pending.next(), if !pending.is_empty() => {
+                    let reply = proto::reply_line(id, &result);
+                    if self.stdin.write_all(reply.as_bytes()).await.is_err() {
+                        return Ending::WorkerExited;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn kill(&mut self) {
+        if let Some(pgid) = self.pgid {
+            jail::kill_group(pgid);
+        }
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+
+    /// Explains why a worker stopped without finishing, from its exit status and stderr.
+    async fn exit_diagnosis(&mut self) -> String {
+        let status = match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => None,
+        };
+        let stderr = match tokio::time::timeout(Duration::from_secs(2), &mut self.stderr).await {
+            Ok(Ok(text)) => text,
+            _ => String::new(),
+        };
+        diagnose_exit(status, &stderr, self.heap_limit_mb)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // A dropped worker (cancelled request, server shutdown) takes its whole group with it.
+        if let Some(pgid) = self.pgid {
+            jail::kill_group(pgid);
+        }
+    }
+}
+
+fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
+    let mut args = vec![
+        "run".to_string(),
+        "--no-prompt".into(),
+        "--no-config".into(),
+        "--no-lock".into(),
+        "--no-remote".into(),
+        "--no-npm".into(),
+        "--quiet".into(),
+        format!("--v8-flags=--max-old-space-size={}", config.heap_limit_mb),
+    ];
+    if language == Language::Python {
+        // The only permission any worker ever gets: reading the Pyodide distribution.
+        args.push(format!("--allow-read={}", config.pyodide_dir.display()));
+    }
+    args.push(format!(
+        "data:application/javascript;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(RUNNER_JS)
+    ));
+    args
+}
+
+/// The result of one run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub success: bool,
+    pub output: String,
+    pub value: Option<Value>,
+    pub error: Option<String>,
+    pub duration: Duration,
+}
+
+enum Ending {
+    Done(Option<Value>),
+    UserError(String),
+    Failed(String),
+    WorkerExited,
+}
+
+fn describe_user_error(error: Option<proto::UserError>) -> String {
+    let Some(error) = error else {
+        return "the code failed without an error value".into();
+    };
+    let head = match (error.name.is_empty(), error.message.is_empty()) {
+        (true, _) => error.message.clone(),
+        (false, true) => error.name.clone(),
+        (false, false) => format!("{}: {}", error.name, error.message),
+    };
+    match error.stack {
+        // V8 stacks start with "Name: message"; don't say it twice.
+        Some(stack) if !stack.is_empty() => {
+            if stack.starts_with(&head) {
+                stack
+            } else {
+                format!("{head}\n{stack}")
+            }
+        }
+        _ => head,
+    }
+}
+
+fn diagnose_exit(status: Option<std::process::ExitStatus>, stderr: &str, heap_mb: u32) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let lower = stderr.to_ascii_lowercase();
+    if lower.contains("out of memory") || lower.contains("allocation failed") {
+        return format!(
+            "out of memory: the execution exceeded the worker's memory limit (V8 heap {heap_mb} MiB) and was killed"
+        );
+    }
+    let how = match status {
+        Some(s) if s.signal().is_some() => format!("killed by signal {}", s.signal().unwrap_or(0)),
+        Some(s) => format!("exited with code {}", s.code().unwrap_or(-1)),
+        None => "stopped".to_string(),
+    };
+    let tail = stderr.trim();
+    if tail.is_empty() {
+        format!("the worker {how} before finishing")
+    } else {
+        format!(
+            "the worker {how} before finishing: {}",
+            truncate(tail, 2000)
+        )
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Output of one execution, capped at a byte limit with a visible marker.
+#[derive(Debug)]
+pub struct OutputBuffer {
+    text: String,
+    limit: usize,
+    dropped: usize,
+}
+
+impl OutputBuffer {
+    pub fn new(limit: usize) -> Self {
+        OutputBuffer {
+            text: String::new(),
+            limit,
+            dropped: 0,
+        }
+    }
+
+    pub fn push(&mut self, _stream: Stream, text: &str) {
+        let room = self.limit.saturating_sub(self.text.len());
+        if text.len() <= room && self.dropped == 0 {
+            self.text.push_str(text);
+            return;
+        }
+        let kept = truncate(text, room);
+        self.text.push_str(kept);
+        self.dropped += text.len() - kept.len();
+    }
+
+    pub fn finish(self) -> String {
+        let mut text = self.text;
+        if self.dropped > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[output truncated: {} more bytes dropped after the {}-byte limit]",
+                self.dropped, self.limit
+            ));
+        }
+        text
+    }
+}
+
+/// Checks that the Deno binary at `deno` runs and reports its version.
+pub async fn deno_version(deno: &Path) -> Result<String, std::io::Error> {
+    let out = tokio::process::Command::new(deno)
+        .arg("--version")
+        .env_clear()
+        .stdin(Stdio::null())
+        .output()
+        .await?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_is_capped_with_a_marker() {
+        let mut out = OutputBuffer::new(10);
+        out.push(Stream::Stdout, "12345");
+        out.push(Stream::Stdout, "678901234");
+        out.push(Stream::Stderr, "zz");
+        let text = out.finish();
+        assert!(
+            text.starts_with("1234567890\n[output truncated: 6 more bytes"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn truncation_respects_utf8() {
+        let mut out = OutputBuffer::new(4);
+        out.push(Stream::Stdout, "aé€");
+        let text = out.finish();
+        assert!(text.starts_with("aé\n[output truncated"), "{text}");
+    }
+
+    #[test]
+    fn oom_is_named() {
+        let msg = diagnose_exit(
+            None,
+            "\n#\n# Fatal JavaScript out of memory: Reached heap limit\n",
+            64,
+        );
+        assert!(msg.starts_with("out of memory"), "{msg}");
+    }
+
+    #[test]
+    fn user_errors_keep_the_stack_once() {
+        let e = proto::UserError {
+            name: "Error".into(),
+            message: "boom".into(),
+            stack: Some("Error: boom\n    at <user code>:1:7".into()),
+        };
+        assert_eq!(
+            describe_user_error(Some(e)),
+            "Error: boom\n    at <user code>:1:7"
+        );
+    }
+}

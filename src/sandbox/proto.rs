@@ -1,0 +1,375 @@
+//! Messages between the host and a sandbox worker, version 1 (see `docs/worker-protocol.md`).
+//!
+//! Pure data and parsing: no I/O. Everything a worker sends is untrusted; parsing is strict
+//! (unknown message types, a wrong version or malformed fields are protocol violations).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The protocol version both sides speak.
+pub const VERSION: u32 = 1;
+/// The longest line a worker may send (bytes). Longer lines end the execution.
+pub const MAX_WORKER_LINE: usize = 4 * 1024 * 1024;
+
+/// The language an execution runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    Typescript,
+    Python,
+}
+
+impl Language {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Typescript => "typescript",
+            Language::Python => "python",
+        }
+    }
+}
+
+/// Which console stream a piece of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// An error thrown by user code, as the worker reports it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UserError {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub stack: Option<String>,
+}
+
+/// A message from the worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerMessage {
+    Ready,
+    Output {
+        stream: Stream,
+        text: String,
+    },
+    Call {
+        id: u64,
+        request: HostRequest,
+    },
+    Done {
+        ok: bool,
+        value: Option<Value>,
+        error: Option<UserError>,
+    },
+}
+
+/// What sandboxed code asks the host for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostRequest {
+    CallTool {
+        target: ToolTarget,
+        args: Value,
+        /// Return the downstream result untouched instead of its most useful form.
+        raw: bool,
+    },
+    SearchTools {
+        query: String,
+        server: Option<String>,
+        limit: Option<usize>,
+    },
+    GetToolSchema {
+        name: String,
+    },
+    ListServers,
+}
+
+/// How user code named a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolTarget {
+    /// `mcp__<server>__<tool>`, resolved against the configured server names later.
+    Qualified(String),
+    Split {
+        server: String,
+        tool: String,
+    },
+}
+
+/// A protocol violation by the worker.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ProtocolError {
+    #[error("worker sent malformed JSON: {0}")]
+    Json(String),
+    #[error("worker spoke protocol version {0}, expected {VERSION}")]
+    Version(u64),
+    #[error("worker sent an unknown message type `{0}`")]
+    UnknownType(String),
+    #[error("worker sent an invalid `{kind}` message: {reason}")]
+    Invalid { kind: &'static str, reason: String },
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    v: u64,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct OutputFields {
+    stream: Stream,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct CallFields {
+    id: u64,
+    method: String,
+    #[serde(default)]
+    params: Value,
+}
+
+#[derive(Deserialize)]
+struct DoneFields {
+    ok: bool,
+    #[serde(default)]
+    value: Option<Value>,
+    #[serde(default)]
+    error: Option<UserError>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallToolParams {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    tool: Option<String>,
+    #[serde(default)]
+    args: Value,
+    #[serde(default)]
+    raw: bool,
+}
+
+#[derive(Deserialize)]
+struct SearchParams {
+    query: String,
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct SchemaParams {
+    name: String,
+}
+
+fn fields<T: serde::de::DeserializeOwned>(
+    kind: &'static str,
+    value: Value,
+) -> Result<T, ProtocolError> {
+    serde_json::from_value(value).map_err(|e| ProtocolError::Invalid {
+        kind,
+        reason: e.to_string(),
+    })
+}
+
+/// Parses one line from a worker.
+pub fn parse_worker_line(line: &str) -> Result<WorkerMessage, ProtocolError> {
+    let envelope: Envelope =
+        serde_json::from_str(line).map_err(|e| ProtocolError::Json(e.to_string()))?;
+    if envelope.v != u64::from(VERSION) {
+        return Err(ProtocolError::Version(envelope.v));
+    }
+    let rest = Value::Object(envelope.rest);
+    match envelope.kind.as_str() {
+        "ready" => Ok(WorkerMessage::Ready),
+        "output" => {
+            let f: OutputFields = fields("output", rest)?;
+            Ok(WorkerMessage::Output {
+                stream: f.stream,
+                text: f.text,
+            })
+        }
+        "call" => {
+            let f: CallFields = fields("call", rest)?;
+            let request = parse_request(&f.method, f.params)?;
+            Ok(WorkerMessage::Call { id: f.id, request })
+        }
+        "done" => {
+            let f: DoneFields = fields("done", rest)?;
+            Ok(WorkerMessage::Done {
+                ok: f.ok,
+                value: f.value,
+                error: f.error,
+            })
+        }
+        other => Err(ProtocolError::UnknownType(other.chars().take(64).collect())),
+    }
+}
+
+fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolError> {
+    match method {
+        "callTool" => {
+            let p: CallToolParams = fields("callTool", params)?;
+            let target = match (p.name, p.server, p.tool) {
+                (Some(name), None, None) => ToolTarget::Qualified(name),
+                (None, Some(server), Some(tool)) => ToolTarget::Split { server, tool },
+                _ => {
+                    return Err(ProtocolError::Invalid {
+                        kind: "callTool",
+                        reason: "give either `name` or both `server` and `tool`".into(),
+                    });
+                }
+            };
+            let args = match p.args {
+                Value::Null => Value::Object(Default::default()),
+                args => args,
+            };
+            Ok(HostRequest::CallTool {
+                target,
+                args,
+                raw: p.raw,
+            })
+        }
+        "searchTools" => {
+            let p: SearchParams = fields("searchTools", params)?;
+            Ok(HostRequest::SearchTools {
+                query: p.query,
+                server: p.server,
+                limit: p.limit,
+            })
+        }
+        "getToolSchema" => {
+            let p: SchemaParams = fields("getToolSchema", params)?;
+            Ok(HostRequest::GetToolSchema { name: p.name })
+        }
+        "listServers" => Ok(HostRequest::ListServers),
+        other => Err(ProtocolError::Invalid {
+            kind: "call",
+            reason: format!(
+                "unknown method `{}`",
+                other.chars().take(64).collect::<String>()
+            ),
+        }),
+    }
+}
+
+/// The `execute` message: sent once per worker.
+pub fn execute_line(language: Language, code: &str, output_limit: usize) -> String {
+    line(serde_json::json!({
+        "v": VERSION,
+        "type": "execute",
+        "language": language,
+        "code": code,
+        "outputLimit": output_limit,
+    }))
+}
+
+/// The answer to call `id`.
+pub fn reply_line(id: u64, result: &Result<Value, String>) -> String {
+    line(match result {
+        Ok(value) => {
+            serde_json::json!({"v": VERSION, "type": "reply", "id": id, "ok": true, "value": value})
+        }
+        Err(error) => {
+            serde_json::json!({"v": VERSION, "type": "reply", "id": id, "ok": false, "error": error})
+        }
+    })
+}
+
+fn line(value: Value) -> String {
+    let mut s = value.to_string();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_message_kind() {
+        assert_eq!(
+            parse_worker_line(r#"{"v":1,"type":"ready"}"#),
+            Ok(WorkerMessage::Ready)
+        );
+        assert_eq!(
+            parse_worker_line(r#"{"v":1,"type":"output","stream":"stderr","text":"x\n"}"#),
+            Ok(WorkerMessage::Output {
+                stream: Stream::Stderr,
+                text: "x\n".into()
+            })
+        );
+        assert_eq!(
+            parse_worker_line(
+                r#"{"v":1,"type":"call","id":3,"method":"callTool","params":{"server":"a-B","tool":"t","args":{"x":1}}}"#
+            ),
+            Ok(WorkerMessage::Call {
+                id: 3,
+                request: HostRequest::CallTool {
+                    target: ToolTarget::Split {
+                        server: "a-B".into(),
+                        tool: "t".into()
+                    },
+                    args: serde_json::json!({"x":1}),
+                    raw: false,
+                }
+            })
+        );
+        let done = parse_worker_line(
+            r#"{"v":1,"type":"done","ok":false,"error":{"name":"Error","message":"boom"}}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(done, WorkerMessage::Done { ok: false, error: Some(e), .. } if e.message == "boom")
+        );
+    }
+
+    #[test]
+    fn violations_are_refused() {
+        assert!(matches!(
+            parse_worker_line("not json"),
+            Err(ProtocolError::Json(_))
+        ));
+        assert_eq!(
+            parse_worker_line(r#"{"v":2,"type":"ready"}"#),
+            Err(ProtocolError::Version(2))
+        );
+        assert!(matches!(
+            parse_worker_line(r#"{"v":1,"type":"exec"}"#),
+            Err(ProtocolError::UnknownType(_))
+        ));
+        assert!(matches!(
+            parse_worker_line(r#"{"v":1,"type":"call","id":1,"method":"spawn","params":{}}"#),
+            Err(ProtocolError::Invalid { .. })
+        ));
+        // Both naming forms at once is ambiguous.
+        assert!(matches!(
+            parse_worker_line(
+                r#"{"v":1,"type":"call","id":1,"method":"callTool","params":{"name":"mcp__a__b","server":"a","tool":"b"}}"#
+            ),
+            Err(ProtocolError::Invalid { .. })
+        ));
+        assert!(matches!(
+            parse_worker_line(r#"{"v":1,"type":"call","id":-1,"method":"listServers"}"#),
+            Err(ProtocolError::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn host_lines_are_single_lines() {
+        let l = execute_line(Language::Typescript, "a\nb", 10);
+        assert_eq!(l.matches('\n').count(), 1);
+        assert!(l.ends_with('\n'));
+        let r = reply_line(1, &Err("no\nway".into()));
+        assert_eq!(r.matches('\n').count(), 1);
+    }
+}

@@ -1,0 +1,1528 @@
+// Sandbox worker bootstrap: the main module of every sandboxed Deno worker process.
+//
+// This file owns the worker side of the host <-> worker protocol (docs/worker-protocol.md):
+// line-delimited JSON on stdin/stdout, the `callMCPTool` / `searchTools` / `getToolSchema` /
+// `listServers` globals that turn into host calls, console capture (with the output budget),
+// running one TypeScript program (top-level await/return, REPL-like last-expression value),
+// and reporting its result or error. It also hides raw stdio from user code (hygiene only:
+// the host treats the worker as hostile; the real boundary is Deno's permissions and the jail).
+//
+// The host runs it as `deno run --no-prompt --no-config --no-lock --no-remote --no-npm --quiet
+// --v8-flags=--max-old-space-size=N data:application/javascript;base64,...` with no permissions
+// and an empty environment. Keep this file free of static imports and of literal-string
+// dynamic imports: Deno would pre-load those without permission checks.
+
+// ---------------------------------------------------------------------------------------------
+// Private references, taken before any user code can run or tamper with globals.
+// ---------------------------------------------------------------------------------------------
+
+const D = globalThis.Deno;
+const JSONStringify = JSON.stringify;
+const JSONParse = JSON.parse;
+const ObjectDefineProperty = Object.defineProperty;
+const ObjectGetOwnPropertySymbols = Object.getOwnPropertySymbols;
+const ReflectApply = Reflect.apply;
+const ErrorCaptureStackTrace = Error.captureStackTrace;
+const ErrorIsError = typeof Error.isError === "function" ? Error.isError : null;
+const StringFromCharCode = String.fromCharCode;
+const NumberIsSafeInteger = Number.isSafeInteger;
+const NumberIsFinite = Number.isFinite;
+const PromiseCtor = Promise;
+const MapCtor = Map;
+const SetCtor = Set;
+const ArrayIsArray = Array.isArray;
+const setTimeoutPrivate = globalThis.setTimeout;
+const performanceNow = performance.now.bind(performance);
+const btoaPrivate = globalThis.btoa;
+const addEventListenerPrivate = globalThis.addEventListener.bind(globalThis);
+const U8ToBase64 = typeof Uint8Array.prototype.toBase64 === "function" ? Uint8Array.prototype.toBase64 : null;
+
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder();
+const encodeUtf8 = textEncoder.encode.bind(textEncoder);
+const decodeUtf8 = textDecoder.decode.bind(textDecoder);
+
+const inspect = D.inspect;
+const exitPrivate = D.exit;
+const stdinReadable = D.stdin.readable;
+const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
+const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
+/** Command-line arguments after the module URL (a future mode hint, e.g. "python"). */
+const launchArgs = [...D.args];
+
+/** Deno's internal namespace: only used for console formatting helpers, removed from `Deno` below. */
+const denoInternalSymbol = ObjectGetOwnPropertySymbols(D).find((s) => s.description === "Deno.internal");
+const denoInternal = denoInternalSymbol === undefined ? undefined : D[denoInternalSymbol];
+/** Deno's `console.log` argument formatter (handles `%s`/`%o`/... like the real console), if present. */
+const inspectArgs = typeof denoInternal?.inspectArgs === "function" ? denoInternal.inspectArgs : null;
+/** A Deno Console whose output we route (used only for `console.table`), if present. */
+let tableConsole = null;
+
+// ---------------------------------------------------------------------------------------------
+// Protocol I/O
+// ---------------------------------------------------------------------------------------------
+
+const PROTOCOL_VERSION = 1;
+/** The host refuses worker lines longer than this (docs/worker-protocol.md). */
+const MAX_WORKER_LINE = 4 * 1024 * 1024;
+/** Largest single `output` text (bytes); JSON escaping may grow it up to 6x, still under the cap. */
+const MAX_OUTPUT_CHUNK = 512 * 1024;
+/** Used when the execute message carries no usable `outputLimit`. */
+const DEFAULT_OUTPUT_LIMIT = 1024 * 1024;
+/**
+ * How far past `outputLimit` the worker may go so the host can see that output was cut
+ * (the host caps at the limit and adds its own truncation marker).
+ */
+const OUTPUT_OVERSHOOT = 64;
+
+/** Writes all of `bytes` to fd 1 (blocking; loops on partial writes). */
+function writeAll(bytes) {
+  let offset = 0;
+  while (offset < bytes.length) {
+    const n = stdoutWriteSync(bytes.subarray(offset));
+    if (!(n > 0)) throw new Error("stdout write returned " + n);
+    offset += n;
+  }
+}
+
+/** Sends one already-serialised message line (without the trailing newline). */
+function sendLine(line) {
+  try {
+    writeAll(encodeUtf8(line + "\n"));
+  } catch (e) {
+    // The host is gone (EPIPE) or stdout is broken: nothing useful is left to do.
+    diag("cannot write to stdout: " + safeString(e));
+    exitPrivate(70);
+  }
+}
+
+/** @param {Record<string, unknown>} msg */
+function send(msg) {
+  sendLine(JSONStringify({ v: PROTOCOL_VERSION, ...msg }));
+}
+
+/** Best-effort diagnostics on the real stderr (read by the host for diagnosis only). */
+function diag(text) {
+  try {
+    const bytes = encodeUtf8("runner: " + text + "\n");
+    let offset = 0;
+    while (offset < bytes.length) {
+      const n = stderrWriteSync(bytes.subarray(offset));
+      if (!(n > 0)) break;
+      offset += n;
+    }
+  } catch {
+    // ignore
+  }
+}
+
+let stdinReader = null;
+let stopReadingRequested = false;
+
+/** Stops consuming stdin (after `done`); the host kills the process anyway. */
+function stopReading() {
+  stopReadingRequested = true;
+  const reader = stdinReader;
+  stdinReader = null;
+  if (reader !== null) {
+    try {
+      reader.cancel().catch(() => {});
+    } catch {
+      // ignore
+    }
+  }
+}
+
+/**
+ * Reads stdin and calls `onLine` for every `\n`-terminated line. Lines may be arbitrarily large
+ * and span any number of chunks.
+ * @param {(line: string) => void} onLine
+ */
+async function readLines(onLine) {
+  const reader = stdinReadable.getReader();
+  stdinReader = reader;
+  /** @type {Uint8Array[]} */
+  let parts = [];
+  let partsLength = 0;
+  while (!stopReadingRequested) {
+    let chunk;
+    try {
+      const r = await reader.read();
+      if (r.done) break;
+      chunk = r.value;
+    } catch (e) {
+      if (!stopReadingRequested) diag("stdin read failed: " + safeString(e));
+      break;
+    }
+    let start = 0;
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(10, start);
+      if (nl < 0) {
+        parts.push(chunk.slice(start));
+        partsLength += chunk.length - start;
+        break;
+      }
+      let lineBytes = chunk.subarray(start, nl);
+      if (parts.length > 0) {
+        const joined = new Uint8Array(partsLength + lineBytes.length);
+        let o = 0;
+        for (const p of parts) {
+          joined.set(p, o);
+          o += p.length;
+        }
+        joined.set(lineBytes, o);
+        lineBytes = joined;
+        parts = [];
+        partsLength = 0;
+      }
+      start = nl + 1;
+      try {
+        onLine(decodeUtf8(lineBytes));
+      } catch (e) {
+        diag("failed to handle a host message: " + safeString(e?.stack ?? e));
+      }
+      if (stopReadingRequested) return;
+    }
+  }
+  if (!stopReadingRequested) onStdinClosed();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+// ---------------------------------------------------------------------------------------------
+
+/** `String(v)` that never throws. */
+function safeString(v) {
+  try {
+    return String(v);
+  } catch {
+    try {
+      return inspect(v, { colors: false });
+    } catch {
+      return "[unprintable value]";
+    }
+  }
+}
+
+function isErrorLike(v) {
+  if (v === null || (typeof v !== "object" && typeof v !== "function")) return false;
+  if (ErrorIsError !== null && ErrorIsError(v)) return true;
+  return v instanceof Error;
+}
+
+/** UTF-8 byte length of a string. */
+function utf8Length(s) {
+  return encodeUtf8(s).length;
+}
+
+/** The longest prefix of `s` whose UTF-8 encoding fits in `maxBytes` (cut on a character boundary). */
+function truncateUtf8(s, maxBytes) {
+  const bytes = encodeUtf8(s);
+  if (bytes.length <= maxBytes) return s;
+  let end = maxBytes;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return decodeUtf8(bytes.subarray(0, end));
+}
+
+function base64Utf8(s) {
+  const bytes = encodeUtf8(s);
+  if (U8ToBase64 !== null) return ReflectApply(U8ToBase64, bytes, []);
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    bin += ReflectApply(StringFromCharCode, null, bytes.subarray(i, i + 0x8000));
+  }
+  return btoaPrivate(bin);
+}
+
+// deno-lint-ignore no-control-regex
+const ANSI_RE = /\u001b\[[0-9;?]*[ -\/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)|\u001b[@-Z\\-_]/g;
+
+function stripAnsi(s) {
+  return s.replace(ANSI_RE, "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output capture (console) with the output budget
+// ---------------------------------------------------------------------------------------------
+
+let outputLimit = DEFAULT_OUTPUT_LIMIT;
+let outputSent = 0;
+let outputClosed = false;
+let groupIndent = "";
+
+/**
+ * Sends captured output, enforcing the byte budget shared by stdout and stderr. Once the budget
+ * is exceeded, a last piece slightly over the limit is sent (so the host sees the cut) and then
+ * nothing more.
+ * @param {"stdout" | "stderr"} stream
+ * @param {string} text
+ */
+function emitOutput(stream, text) {
+  if (finished || outputClosed || text.length === 0) return;
+  const remaining = outputLimit - outputSent;
+  let bytes = utf8Length(text);
+  if (bytes > remaining) {
+    text = truncateUtf8(text, Math.max(0, remaining) + OUTPUT_OVERSHOOT);
+    bytes = utf8Length(text);
+    outputClosed = true;
+  }
+  outputSent += bytes;
+  while (text.length > 0) {
+    let piece = text;
+    if (bytes > MAX_OUTPUT_CHUNK) {
+      piece = truncateUtf8(text, MAX_OUTPUT_CHUNK);
+      if (piece.length === 0) piece = text.slice(0, 1);
+    }
+    send({ type: "output", stream, text: piece });
+    text = text.slice(piece.length);
+    if (text.length > 0) bytes = utf8Length(text);
+  }
+}
+
+/** Applies the current `console.group` indentation to every line of `text`. */
+function indentText(text) {
+  if (groupIndent === "") return text;
+  return groupIndent + text.replace(/\n(?!$)/g, "\n" + groupIndent);
+}
+
+/** @param {"stdout" | "stderr"} stream */
+function printLine(stream, text) {
+  // Printed errors and stacks: show `user.ts:L:C` rather than the module's data: URL.
+  if (text.includes("data:application/")) text = cleanErrorText(text, currentModuleMapper);
+  emitOutput(stream, indentText(text) + "\n");
+}
+
+const INSPECT_OPTIONS = { colors: false, depth: 6 };
+
+/** Formats console arguments like Deno: strings as is, other values inspected, joined by spaces. */
+function formatArgs(args) {
+  if (inspectArgs !== null) {
+    try {
+      return inspectArgs(args, { ...INSPECT_OPTIONS });
+    } catch {
+      // fall through to the simple formatter
+    }
+  }
+  let out = "";
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (i > 0) out += " ";
+    out += typeof a === "string" ? a : inspectValue(a);
+  }
+  return out;
+}
+
+function inspectValue(v, options) {
+  try {
+    return inspect(v, { ...INSPECT_OPTIONS, ...options, colors: false });
+  } catch {
+    return safeString(v);
+  }
+}
+
+/** The `console` user code sees: nothing reaches the real stdout/stderr. */
+function makeConsole() {
+  const counts = new MapCtor();
+  const timers = new MapCtor();
+  const out = (...args) => printLine("stdout", formatArgs(args));
+  const err = (...args) => printLine("stderr", formatArgs(args));
+  const label = (l) => (l === undefined ? "default" : safeString(l));
+  const con = {
+    log: out,
+    info: out,
+    debug: out,
+    dirxml: out,
+    warn: err,
+    error: err,
+    dir(value, options) {
+      const opts = options !== null && typeof options === "object" ? options : {};
+      printLine("stdout", inspectValue(value, opts));
+    },
+    trace(...args) {
+      const holder = { name: "Trace", message: formatArgs(args) };
+      ErrorCaptureStackTrace(holder, con.trace);
+      printLine("stderr", cleanErrorText(safeString(holder.stack), currentModuleMapper));
+    },
+    table(data, properties) {
+      if (tableConsole !== null) {
+        try {
+          tableConsole.table(data, properties);
+          return;
+        } catch {
+          // fall back to a plain log
+        }
+      }
+      out(data);
+    },
+    assert(condition, ...args) {
+      if (condition) return;
+      if (args.length === 0) printLine("stderr", "Assertion failed");
+      else printLine("stderr", "Assertion failed: " + formatArgs(args));
+    },
+    count(l) {
+      const key = label(l);
+      const n = (counts.get(key) ?? 0) + 1;
+      counts.set(key, n);
+      printLine("stdout", `${key}: ${n}`);
+    },
+    countReset(l) {
+      counts.delete(label(l));
+    },
+    time(l) {
+      const key = label(l);
+      if (timers.has(key)) {
+        printLine("stderr", `Timer '${key}' already exists`);
+        return;
+      }
+      timers.set(key, performanceNow());
+    },
+    timeLog(l, ...args) {
+      const key = label(l);
+      if (!timers.has(key)) {
+        printLine("stderr", `Timer '${key}' does not exist`);
+        return;
+      }
+      const ms = performanceNow() - timers.get(key);
+      const extra = args.length > 0 ? " " + formatArgs(args) : "";
+      printLine("stdout", `${key}: ${Number(ms.toFixed(3))}ms${extra}`);
+    },
+    timeEnd(l) {
+      const key = label(l);
+      if (!timers.has(key)) {
+        printLine("stderr", `Timer '${key}' does not exist`);
+        return;
+      }
+      const ms = performanceNow() - timers.get(key);
+      timers.delete(key);
+      printLine("stdout", `${key}: ${Number(ms.toFixed(3))}ms`);
+    },
+    group(...args) {
+      if (args.length > 0) out(...args);
+      groupIndent += "  ";
+    },
+    groupCollapsed(...args) {
+      con.group(...args);
+    },
+    groupEnd() {
+      groupIndent = groupIndent.slice(2);
+    },
+    clear() {},
+    profile() {},
+    profileEnd() {},
+    timeStamp() {},
+  };
+  return con;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host calls
+// ---------------------------------------------------------------------------------------------
+
+let nextCallId = 1;
+/** @type {Map<number, {resolve: (v: unknown) => void, reject: (e: unknown) => void, site: {stack?: string}}>} */
+const pendingCalls = new MapCtor();
+
+/**
+ * Sends a `call` and returns a promise for the host's reply.
+ * @param {string} method
+ * @param {Record<string, unknown>} params
+ * @param {Function} caller the user-facing global, to start the call-site stack below it
+ */
+function hostCall(method, params, caller) {
+  const site = {};
+  ErrorCaptureStackTrace(site, caller);
+  return new PromiseCtor((resolve, reject) => {
+    if (finished) {
+      reject(callError(`${method}: the execution has already finished`, site));
+      return;
+    }
+    const id = nextCallId++;
+    let line;
+    try {
+      line = JSONStringify({ v: PROTOCOL_VERSION, type: "call", id, method, params });
+    } catch (e) {
+      reject(
+        callError(
+          `${caller.name}: arguments must be JSON-serialisable (${safeString(e?.message ?? e)})`,
+          site,
+          "TypeError",
+        ),
+      );
+      return;
+    }
+    const size = utf8Length(line) + 1;
+    if (size > MAX_WORKER_LINE) {
+      reject(
+        callError(
+          `${caller.name}: arguments are too large (${size} bytes of JSON, the limit is ${MAX_WORKER_LINE})`,
+          site,
+          "RangeError",
+        ),
+      );
+      return;
+    }
+    pendingCalls.set(id, { resolve, reject, site });
+    sendLine(line);
+  });
+}
+
+/** An Error for a failed host call, with the user's call site as its stack. */
+function callError(message, site, kind = "Error") {
+  const ctor = kind === "TypeError" ? TypeError : kind === "RangeError" ? RangeError : Error;
+  const err = new ctor(message);
+  const siteStack = typeof site.stack === "string" ? site.stack : "";
+  const nl = siteStack.indexOf("\n");
+  if (nl >= 0) {
+    try {
+      ObjectDefineProperty(err, "stack", {
+        value: `${err.name}: ${message}${siteStack.slice(nl)}`,
+        writable: true,
+        configurable: true,
+        enumerable: false,
+      });
+    } catch {
+      // keep V8's stack
+    }
+  }
+  return err;
+}
+
+/** @param {any} msg */
+function onReply(msg) {
+  const id = msg.id;
+  const entry = typeof id === "number" ? pendingCalls.get(id) : undefined;
+  if (entry === undefined) {
+    diag("reply for unknown call id " + safeString(id));
+    return;
+  }
+  pendingCalls.delete(id);
+  if (msg.ok === true) entry.resolve(msg.value);
+  else {entry.reject(
+      callError(typeof msg.error === "string" ? msg.error : safeString(msg.error ?? "call failed"), entry.site),
+    );}
+}
+
+function rejectAllPending(message) {
+  for (const [id, entry] of pendingCalls) {
+    pendingCalls.delete(id);
+    entry.reject(callError(message, entry.site));
+  }
+}
+
+function isPlainArgs(v) {
+  return v !== null && typeof v === "object" && !ArrayIsArray(v);
+}
+
+function optionsObject(v, fn) {
+  if (v === undefined || v === null) return {};
+  if (typeof v !== "object") throw new TypeError(`${fn}: options must be an object`);
+  return v;
+}
+
+/**
+ * `callMCPTool(name, args?, options?)` or `callMCPTool(server, tool, args?, options?)`.
+ * `options.raw: true` asks the host for the tool's untouched result.
+ */
+function callMCPTool(first, second, third, fourth) {
+  try {
+    /** @type {Record<string, unknown>} */
+    let params;
+    let args;
+    let options;
+    if (typeof second === "string") {
+      if (typeof first !== "string" || first === "") {
+        throw new TypeError("callMCPTool: server name must be a non-empty string");
+      }
+      if (second === "") throw new TypeError("callMCPTool: tool name must be a non-empty string");
+      params = { server: first, tool: second };
+      args = third;
+      options = fourth;
+    } else {
+      if (typeof first !== "string" || first === "") {
+        throw new TypeError("callMCPTool: expected callMCPTool(name, args) or callMCPTool(server, tool, args)");
+      }
+      params = { name: first };
+      args = second;
+      options = third;
+    }
+    if (args === undefined || args === null) args = {};
+    if (!isPlainArgs(args)) throw new TypeError("callMCPTool: args must be an object");
+    params.args = args;
+    if (optionsObject(options, "callMCPTool").raw === true) params.raw = true;
+    return hostCall("callTool", params, callMCPTool);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `callMCPToolRaw(name, args?)` or `callMCPToolRaw(server, tool, args?)`: the whole downstream result. */
+function callMCPToolRaw(first, second, third) {
+  return typeof second === "string"
+    ? callMCPTool(first, second, third, { raw: true })
+    : callMCPTool(first, second, { raw: true });
+}
+
+/** `searchTools(query, { server?, limit? }?)` */
+function searchTools(query, options) {
+  try {
+    if (typeof query !== "string") throw new TypeError("searchTools: query must be a string");
+    const opts = optionsObject(options, "searchTools");
+    /** @type {Record<string, unknown>} */
+    const params = { query };
+    if (opts.server !== undefined && opts.server !== null) {
+      if (typeof opts.server !== "string") throw new TypeError("searchTools: options.server must be a string");
+      params.server = opts.server;
+    }
+    if (opts.limit !== undefined && opts.limit !== null) {
+      if (!NumberIsSafeInteger(opts.limit) || opts.limit < 0) {
+        throw new TypeError("searchTools: options.limit must be a non-negative integer");
+      }
+      params.limit = opts.limit;
+    }
+    return hostCall("searchTools", params, searchTools);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `getToolSchema(name)` with a qualified name (`mcp__server__tool`). */
+function getToolSchema(name) {
+  if (typeof name !== "string") return PromiseCtor.reject(new TypeError("getToolSchema: name must be a string"));
+  return hostCall("getToolSchema", { name }, getToolSchema);
+}
+
+/** `listServers()` */
+function listServers() {
+  return hostCall("listServers", {}, listServers);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TypeScript source preparation
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * @typedef {object} Token
+ * @property {"id"|"num"|"str"|"tpl"|"re"|"p"} t kind (identifier/keyword, number, string,
+ *   template piece, regex, punctuator)
+ * @property {string} v text (punctuators and identifiers only)
+ * @property {number} s start offset
+ * @property {number} e end offset
+ * @property {number} d bracket depth ((, [, {, ${) the token is at; closers get the outer depth
+ * @property {boolean} nl a line break precedes the token
+ * @property {boolean} [open] template piece ends with `${`
+ * @property {boolean} [cont] template piece starts with `}`
+ * @property {string} [owner] for `)`: the identifier before the matching `(`
+ */
+
+/** @param {string} list space-separated words */
+function words(list) {
+  return list.split(" ");
+}
+
+const PUNCTUATORS = words(
+  ">>>= ... === !== **= <<= >>= >>> &&= ||= ??= => == != <= >= && || ?? ?. ++ -- += -= *= %= &= |= ^= ** << >>",
+);
+/** Words after which a `/` starts a regular expression. */
+const REGEX_AFTER_WORDS = new SetCtor(
+  words("return typeof instanceof in of new delete void throw case do else yield await extends"),
+);
+
+function isLineBreak(c) {
+  return c === 10 || c === 13 || c === 0x2028 || c === 0x2029;
+}
+function isIdentStart(c) {
+  return (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || c === 36 || c === 95 || c === 92 || c >= 128;
+}
+function isIdentPart(c) {
+  return isIdentStart(c) || (c >= 48 && c <= 57);
+}
+const SPACE_RE = /\s/;
+
+/**
+ * A lenient JS/TS tokenizer, good enough to find top-level statement boundaries and import
+ * declarations. Returns `ok: false` when brackets do not balance.
+ * @param {string} src
+ * @returns {{tokens: Token[], ok: boolean}}
+ */
+function tokenize(src) {
+  /** @type {Token[]} */
+  const tokens = [];
+  /** @type {string[]} */
+  const stack = [];
+  /** @type {(string|undefined)[]} */
+  const parenOwners = [];
+  const n = src.length;
+  let i = 0;
+  let nl = false;
+  let ok = true;
+  /** @type {Token | null} */
+  let prev = null;
+
+  const push = (tok) => {
+    tokens.push(tok);
+    prev = tok;
+    nl = false;
+  };
+  /** Scans template characters from `j`; returns the end offset and whether it stopped at `${`. */
+  const scanTemplate = (j) => {
+    while (j < n) {
+      const c = src.charCodeAt(j);
+      if (c === 92) j += 2;
+      else if (c === 96) return { end: j + 1, open: false };
+      else if (c === 36 && src.charCodeAt(j + 1) === 123) return { end: j + 2, open: true };
+      else j++;
+    }
+    ok = false;
+    return { end: n, open: false };
+  };
+  const regexAllowed = () => {
+    const p = prev;
+    if (p === null) return true;
+    switch (p.t) {
+      case "num":
+      case "str":
+      case "re":
+        return false;
+      case "tpl":
+        return p.open === true;
+      case "id":
+        return REGEX_AFTER_WORDS.has(p.v);
+      default:
+        return !(p.v === ")" || p.v === "]" || p.v === "}" || p.v === "++" || p.v === "--");
+    }
+  };
+
+  while (i < n) {
+    const c = src.charCodeAt(i);
+    if (isLineBreak(c)) {
+      nl = true;
+      i++;
+      continue;
+    }
+    if (c === 32 || c === 9 || c === 11 || c === 12 || (c >= 128 && SPACE_RE.test(src[i]))) {
+      i++;
+      continue;
+    }
+    if (c === 47 && src.charCodeAt(i + 1) === 47) {
+      while (i < n && !isLineBreak(src.charCodeAt(i))) i++;
+      continue;
+    }
+    if (c === 47 && src.charCodeAt(i + 1) === 42) {
+      const end = src.indexOf("*/", i + 2);
+      const stop = end < 0 ? n : end + 2;
+      for (let k = i; k < stop; k++) {
+        if (isLineBreak(src.charCodeAt(k))) {
+          nl = true;
+          break;
+        }
+      }
+      if (end < 0) ok = false;
+      i = stop;
+      continue;
+    }
+    const start = i;
+    const depth = stack.length;
+    const hadNl = nl;
+    if (c === 34 || c === 39) {
+      let j = i + 1;
+      while (j < n) {
+        const cj = src.charCodeAt(j);
+        if (cj === 92) j += 2;
+        else if (cj === c) {
+          j++;
+          break;
+        } else if (cj === 10 || cj === 13) {
+          ok = false;
+          break;
+        } else j++;
+      }
+      i = j;
+      push({ t: "str", v: "", s: start, e: i, d: depth, nl: hadNl });
+      continue;
+    }
+    if (c === 96) {
+      const r = scanTemplate(i + 1);
+      i = r.end;
+      push({ t: "tpl", v: "", s: start, e: i, d: depth, nl: hadNl, open: r.open, cont: false });
+      if (r.open) stack.push("${");
+      continue;
+    }
+    if (c === 125 && stack.length > 0 && stack[stack.length - 1] === "${") {
+      stack.pop();
+      const r = scanTemplate(i + 1);
+      i = r.end;
+      push({ t: "tpl", v: "", s: start, e: i, d: stack.length, nl: hadNl, open: r.open, cont: true });
+      if (r.open) stack.push("${");
+      continue;
+    }
+    if (c === 35 && i === 0 && src.charCodeAt(1) === 33) {
+      // #! line: treat as a comment
+      while (i < n && !isLineBreak(src.charCodeAt(i))) i++;
+      continue;
+    }
+    if (isIdentStart(c) || c === 35) {
+      let j = i + 1;
+      while (j < n) {
+        const cj = src.charCodeAt(j);
+        if (cj >= 128 && SPACE_RE.test(src[j])) break;
+        if (!isIdentPart(cj)) break;
+        j++;
+      }
+      i = j;
+      push({ t: "id", v: src.slice(start, i), s: start, e: i, d: depth, nl: hadNl });
+      continue;
+    }
+    if ((c >= 48 && c <= 57) || (c === 46 && src.charCodeAt(i + 1) >= 48 && src.charCodeAt(i + 1) <= 57)) {
+      let j = i + 1;
+      while (j < n) {
+        const cj = src.charCodeAt(j);
+        if (isIdentPart(cj) || cj === 46) j++;
+        else if ((cj === 43 || cj === 45) && (src.charCodeAt(j - 1) | 32) === 101 && src.charCodeAt(i + 1) !== 120) j++;
+        else break;
+      }
+      i = j;
+      push({ t: "num", v: "", s: start, e: i, d: depth, nl: hadNl });
+      continue;
+    }
+    if (c === 47 && regexAllowed()) {
+      let j = i + 1;
+      let inClass = false;
+      let closed = false;
+      while (j < n) {
+        const cj = src.charCodeAt(j);
+        if (isLineBreak(cj)) break;
+        if (cj === 92) j += 2;
+        else if (cj === 91) {
+          inClass = true;
+          j++;
+        } else if (cj === 93) {
+          inClass = false;
+          j++;
+        } else if (cj === 47 && !inClass) {
+          j++;
+          closed = true;
+          break;
+        } else j++;
+      }
+      if (closed) {
+        while (j < n && isIdentPart(src.charCodeAt(j))) j++;
+        i = j;
+        push({ t: "re", v: "", s: start, e: i, d: depth, nl: hadNl });
+        continue;
+      }
+      // not a regex after all: fall through to punctuation
+    }
+    // punctuation
+    if (c === 40 || c === 91 || c === 123) {
+      const v = src[i];
+      i++;
+      if (c === 40) parenOwners.push(prev !== null && prev.t === "id" ? prev.v : undefined);
+      stack.push(v);
+      push({ t: "p", v, s: start, e: i, d: depth, nl: hadNl });
+      continue;
+    }
+    if (c === 41 || c === 93 || c === 125) {
+      const v = src[i];
+      const want = c === 41 ? "(" : c === 93 ? "[" : "{";
+      i++;
+      /** @type {string | undefined} */
+      let owner;
+      if (stack.length > 0 && stack[stack.length - 1] === want) {
+        stack.pop();
+        if (c === 41) owner = parenOwners.pop();
+      } else {
+        ok = false;
+      }
+      push({ t: "p", v, s: start, e: i, d: stack.length, nl: hadNl, owner });
+      continue;
+    }
+    let v = src[i];
+    for (const p of PUNCTUATORS) {
+      if (src.startsWith(p, i)) {
+        v = p;
+        break;
+      }
+    }
+    if (v === "?." && src.charCodeAt(i + 2) >= 48 && src.charCodeAt(i + 2) <= 57) v = "?";
+    i += v.length;
+    push({ t: "p", v, s: start, e: i, d: depth, nl: hadNl });
+  }
+  if (stack.length > 0) ok = false;
+  return { tokens, ok };
+}
+
+/**
+ * Finds top-level static import declarations (`import x from "m"`, `import "m"`,
+ * `import type {T} from "m"`, with optional `with {...}` and `;`).
+ * @returns {{s: number, e: number}[]}
+ */
+function findImports(tokens) {
+  const found = [];
+  for (let k = 0; k < tokens.length; k++) {
+    const tok = tokens[k];
+    if (tok.t !== "id" || tok.v !== "import" || tok.d !== 0) continue;
+    const prev = k > 0 ? tokens[k - 1] : null;
+    if (prev !== null && !tok.nl && !(prev.t === "p" && (prev.v === ";" || prev.v === "}"))) continue;
+    const next = tokens[k + 1];
+    if (next === undefined || (next.t === "p" && (next.v === "(" || next.v === "."))) continue;
+    // Find the module specifier: right after `import` / `import type`, or after `from`.
+    let j = k + 1;
+    let spec = -1;
+    if (tokens[j]?.t === "str") spec = j;
+    else {
+      for (; j < tokens.length; j++) {
+        const t = tokens[j];
+        if (t.d !== 0) continue;
+        if (t.t === "p" && (t.v === ";" || t.v === "=")) break;
+        if (t.t === "id" && t.v === "from" && tokens[j + 1]?.t === "str") {
+          spec = j + 1;
+          break;
+        }
+      }
+    }
+    if (spec < 0) continue;
+    let last = spec;
+    const w = tokens[last + 1];
+    if (
+      w !== undefined && w.t === "id" && (w.v === "with" || w.v === "assert") && !w.nl && tokens[last + 2]?.v === "{"
+    ) {
+      let m = last + 3;
+      while (m < tokens.length && !(tokens[m].t === "p" && tokens[m].v === "}" && tokens[m].d === 0)) m++;
+      if (m < tokens.length) last = m;
+    }
+    if (tokens[last + 1]?.t === "p" && tokens[last + 1].v === ";") last++;
+    found.push({ s: tok.s, e: tokens[last].e });
+    k = last;
+  }
+  return found;
+}
+
+/** Identifiers after which a line break does not end a statement. */
+const NON_ENDING_WORDS = new SetCtor(
+  words(
+    "typeof instanceof in of new delete void case do else extends await yield as satisfies keyof const let var import export function class if for while with switch try catch finally throw implements async",
+  ),
+);
+/** `)` of these does not end a statement (a body follows). */
+const CONTROL_PAREN_OWNERS = new SetCtor(["if", "for", "while", "with", "catch", "switch"]);
+/** Identifiers that continue the previous line's expression. */
+const BINARY_WORDS = new SetCtor(["in", "instanceof", "as", "satisfies", "of"]);
+/** A last statement starting with one of these is not an expression. */
+const STATEMENT_WORDS = new SetCtor(
+  words(
+    "const let var if for while do switch try function class return throw import export break continue debugger with else catch finally case default yield enum interface",
+  ),
+);
+/** Contextual keywords that start a declaration when followed by a name. */
+const SOFT_DECLARATION_WORDS = new SetCtor(["type", "declare", "namespace", "module", "abstract", "using"]);
+const EXPRESSION_START_PUNCT = new SetCtor(["(", "[", "!", "~", "+", "-", "++", "--", "<"]);
+
+function endsStatement(p) {
+  switch (p.t) {
+    case "num":
+    case "str":
+    case "re":
+      return true;
+    case "tpl":
+      return p.open !== true;
+    case "id":
+      return !NON_ENDING_WORDS.has(p.v);
+    default:
+      return p.v === "]" || p.v === "}" || p.v === "++" || p.v === "--" ||
+        (p.v === ")" && !CONTROL_PAREN_OWNERS.has(p.owner ?? ""));
+  }
+}
+
+function startsWithoutContinuing(t) {
+  switch (t.t) {
+    case "num":
+    case "str":
+      return true;
+    case "id":
+      return !BINARY_WORDS.has(t.v);
+    case "p":
+      return t.v === "!" || t.v === "~" || t.v === "++" || t.v === "--" || t.v === "{" || t.v === "@";
+    default:
+      return false;
+  }
+}
+
+/** Whether a new top-level statement starts at `tokens[j]`. */
+function isBoundary(tokens, j) {
+  const tok = tokens[j];
+  const prev = tokens[j - 1];
+  if (tok.d !== 0 || prev.d !== 0) return false;
+  if (prev.t === "p" && prev.v === ";") return true;
+  if (!startsWithoutContinuing(tok)) return false;
+  if (prev.t === "p" && prev.v === "}") return true;
+  return tok.nl && endsStatement(prev);
+}
+
+/**
+ * Locates the last top-level statement if it looks like an expression statement.
+ * @returns {{s: number, e: number, after: number} | null} offsets: statement start/end, and where
+ *   the rest of the source resumes (past a trailing `;`)
+ */
+function findLastExpression(src) {
+  const { tokens, ok } = tokenize(src);
+  if (!ok || tokens.length === 0) return null;
+  let end = tokens.length - 1;
+  let after = tokens[end].e;
+  while (end >= 0 && tokens[end].t === "p" && tokens[end].v === ";") end--;
+  if (end < 0) return null;
+  if (end < tokens.length - 1) after = tokens[end + 1].e;
+  else after = tokens[end].e;
+  let start = 0;
+  for (let j = end; j > 0; j--) {
+    if (isBoundary(tokens, j)) {
+      start = j;
+      break;
+    }
+  }
+  const first = tokens[start];
+  const second = start + 1 <= end ? tokens[start + 1] : undefined;
+  if (first.t === "id") {
+    if (STATEMENT_WORDS.has(first.v)) return null;
+    if (second !== undefined && second.t === "p" && second.v === ":") return null; // label
+    if (
+      SOFT_DECLARATION_WORDS.has(first.v) && second !== undefined && !second.nl &&
+      (second.t === "id" || second.t === "str")
+    ) return null;
+    if (first.v === "async" && second?.t === "id" && second.v === "function") return null;
+    if (first.v === "await" && second?.t === "id" && second.v === "using" && tokens[start + 2]?.t === "id") return null;
+  } else if (first.t === "p") {
+    if (!EXPRESSION_START_PUNCT.has(first.v)) return null;
+  } else if (first.t === "tpl" && first.cont) {
+    return null;
+  }
+  const last = tokens[end];
+  if (last.t === "p" && last.v !== ")" && last.v !== "]" && last.v !== "}" && last.v !== "++" && last.v !== "--") {
+    return null;
+  }
+  return { s: first.s, e: last.e, after };
+}
+
+/** The user module wrapper; user line 1 shares the module's line 1. */
+const WRAPPER_PREFIX = "export default async function __user__() {";
+const RETURN_OPEN = "return (";
+const RETURN_CLOSE = ");";
+
+/**
+ * @typedef {object} ModuleVariant
+ * @property {string} source TypeScript module source
+ * @property {(line: number, col: number) => [number, number]} mapLocation module -> user location
+ */
+
+/** 1-based line and column of `offset` in `src`. */
+function lineColAt(src, offset) {
+  let line = 1;
+  let lineStart = 0;
+  for (let k = src.indexOf("\n"); k >= 0 && k < offset; k = src.indexOf("\n", k + 1)) {
+    line++;
+    lineStart = k + 1;
+  }
+  return [line, offset - lineStart + 1];
+}
+
+/**
+ * Builds the module variants to try, best first: with the last expression returned (if any),
+ * then the plain wrapper.
+ * @param {string} code
+ * @returns {ModuleVariant[]}
+ */
+function buildTypeScriptVariants(code) {
+  const { tokens } = tokenize(code);
+  const imports = findImports(tokens);
+  let body = code;
+  /** @type {{text: string, line: number, col: number}[]} */
+  const hoisted = [];
+  for (const imp of imports) {
+    const [line, col] = lineColAt(code, imp.s);
+    hoisted.push({ text: code.slice(imp.s, imp.e), line, col });
+    // Blank the declaration in place so every other line and column stays where it was.
+    body = body.slice(0, imp.s) + body.slice(imp.s, imp.e).replace(/[^\n\r\u2028\u2029]/g, " ") + body.slice(imp.e);
+  }
+  if (body.startsWith("#!")) body = "//" + body.slice(2);
+
+  const make = (bodyText, insertions) => {
+    const bodyLines = bodyText.split("\n").length;
+    let source = WRAPPER_PREFIX + bodyText + "\n}\n";
+    /** module line -> [user line, column delta] for hoisted imports */
+    const importLines = new MapCtor();
+    let moduleLine = bodyLines + 2;
+    for (const h of hoisted) {
+      source += h.text + "\n";
+      const count = h.text.split("\n").length;
+      for (let k = 0; k < count; k++) importLines.set(moduleLine + k, [h.line + k, k === 0 ? h.col - 1 : 0]);
+      moduleLine += count;
+    }
+    /** @type {(line: number, col: number) => [number, number]} */
+    const mapLocation = (line, col) => {
+      const imp = importLines.get(line);
+      if (imp !== undefined) return [imp[0], col + imp[1]];
+      if (line > bodyLines) return [bodyLines, 1];
+      let c = col;
+      for (const ins of insertions) {
+        if (ins.line === line && c > ins.col) c = Math.max(ins.col, c - ins.len);
+      }
+      return [line, c];
+    };
+    return { source, mapLocation };
+  };
+
+  /** @type {ModuleVariant[]} */
+  const variants = [];
+  const plainInsertions = [{ line: 1, col: 1, len: WRAPPER_PREFIX.length }];
+  const lastExpr = findLastExpression(body);
+  if (lastExpr !== null) {
+    const text = body.slice(0, lastExpr.s) + RETURN_OPEN + body.slice(lastExpr.s, lastExpr.e) + RETURN_CLOSE +
+      body.slice(lastExpr.after);
+    const [sLine, sCol] = lineColAt(body, lastExpr.s);
+    const [eLine, eCol] = lineColAt(body, lastExpr.e);
+    const ins = [...plainInsertions];
+    // Columns are module columns (the prefix shifts line 1); apply later insertions first.
+    const prefixShift = (line) => (line === 1 ? WRAPPER_PREFIX.length : 0);
+    const returnIns = { line: sLine, col: sCol + prefixShift(sLine), len: RETURN_OPEN.length };
+    const closeIns = {
+      line: eLine,
+      col: eCol + prefixShift(eLine) + (eLine === sLine ? RETURN_OPEN.length : 0),
+      len: RETURN_CLOSE.length,
+    };
+    variants.push(make(text, [closeIns, returnIns, ...ins]));
+  }
+  variants.push(make(body, plainInsertions));
+  return variants;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors and values
+// ---------------------------------------------------------------------------------------------
+
+const USER_MODULE_URL_RE =
+  /data:application\/typescript;base64,[A-Za-z0-9+\/=]*(?:\.{3,}[A-Za-z0-9+\/=]*)?(?::(\d+)(?::(\d+))?)?/g;
+const RUNNER_URL_RE = /data:application\/javascript;base64,[A-Za-z0-9+\/=]*(?:\.{3,}[A-Za-z0-9+\/=]*)?/g;
+/** Stack frames that are not the user's: this runner's and Deno's internal (`ext:`) ones. */
+const FOREIGN_FRAME_RE = /^\s*at (?:.*[( ])?(?:data:application\/javascript;base64,|ext:)/;
+
+/** `1 | <wrapper>` in a code frame, with the caret line below it (if any) to shift left too. */
+const FRAME_LINE1_RE = new RegExp(
+  "^( *)1 \\| " + WRAPPER_PREFIX.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") +
+    "(.*)(?:\\n( *\\| )" + " ".repeat(WRAPPER_PREFIX.length) + ")?",
+  "gm",
+);
+
+/** @type {((line: number, col: number) => [number, number]) | null} */
+let currentModuleMapper = null;
+
+/**
+ * Removes colours, replaces the user module's data: URL by `user.ts` (with user line numbers),
+ * and drops stack frames that belong to this runner.
+ */
+function cleanErrorText(text, mapper) {
+  let s = stripAnsi(text);
+  s = s.replace(USER_MODULE_URL_RE, (_m, line, col) => {
+    if (line === undefined) return "user.ts";
+    let l = Number(line);
+    let c = col === undefined ? undefined : Number(col);
+    if (mapper !== null) {
+      const [ml, mc] = mapper(l, c ?? 1);
+      l = ml;
+      if (c !== undefined) c = mc;
+    }
+    return c === undefined ? `user.ts:${l}` : `user.ts:${l}:${c}`;
+  });
+  const lines = s.split("\n").filter((l) => !FOREIGN_FRAME_RE.test(l));
+  s = lines.join("\n").replace(RUNNER_URL_RE, "runner.js");
+  s = s.replace(/\bat (?:async )?Module\.__user__ \((user\.ts[^)]*)\)/g, "at $1").replace(
+    /\bModule\.__user__\b/g,
+    "<main>",
+  );
+  // Code frames of parse errors: user line 1 shares its module line with the wrapper.
+  return s.replace(
+    FRAME_LINE1_RE,
+    (_m, pad, rest, caretPad) => `${pad}1 | ${rest}` + (caretPad === undefined ? "" : `\n${caretPad}`),
+  );
+}
+
+/**
+ * Converts anything thrown into the protocol's error object.
+ * @returns {{name: string, message: string, stack?: string}}
+ */
+function describeError(e, mapper) {
+  if (!isErrorLike(e)) {
+    let message;
+    if (e !== null && (typeof e === "object" || typeof e === "function")) message = inspectValue(e);
+    else message = safeString(e);
+    return { name: "Error", message: cleanErrorText(message, mapper) };
+  }
+  let name = "Error";
+  let message = "";
+  let stack;
+  try {
+    name = safeString(e.name ?? "Error");
+  } catch {
+    // keep default
+  }
+  try {
+    message = safeString(e.message ?? "");
+  } catch {
+    // keep default
+  }
+  try {
+    if (typeof e.stack === "string") stack = e.stack;
+  } catch {
+    // no stack
+  }
+  // Deno reports TypeScript parse errors as TypeError("SyntaxError: ...").
+  if (name === "TypeError" && message.startsWith("SyntaxError: ")) {
+    name = "SyntaxError";
+    message = message.slice("SyntaxError: ".length);
+    if (stack !== undefined && stack.startsWith("TypeError: SyntaxError: ")) stack = stack.slice("TypeError: ".length);
+  }
+  message = cleanErrorText(message, mapper);
+  if (stack !== undefined) {
+    stack = cleanErrorText(stack, mapper);
+    try {
+      const cause = e.cause;
+      if (cause !== undefined) {
+        const c = isErrorLike(cause) ? safeString(cause.stack ?? cause) : inspectValue(cause);
+        stack += "\nCaused by: " + cleanErrorText(c, mapper);
+      }
+    } catch {
+      // ignore
+    }
+  }
+  /** @type {{name: string, message: string, stack?: string}} */
+  const out = { name, message };
+  if (stack !== undefined) out.stack = stack;
+  return out;
+}
+
+/**
+ * JSON text for a returned value, or `undefined` when there is no value. Values JSON cannot
+ * represent (BigInt, functions, symbols, cycles) become their `Deno.inspect` string.
+ */
+function valueToJson(v) {
+  if (v === undefined) return undefined;
+  let json;
+  try {
+    json = JSONStringify(v);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) json = JSONStringify(inspectValue(v));
+  return json;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Execution
+// ---------------------------------------------------------------------------------------------
+
+let executeReceived = false;
+let executing = false;
+let finished = false;
+/** @type {{error: unknown} | null} */
+let asyncFailure = null;
+/** @type {((e: unknown) => void) | null} */
+let rejectAsyncFailure = null;
+
+/** Sentinel thrown by the replaced `Deno.exit` / `close` to unwind user code. */
+class ExitSignal {
+  constructor(code) {
+    this.code = code;
+  }
+}
+
+function finishOk(value) {
+  if (finished) return;
+  let json;
+  try {
+    json = valueToJson(value);
+  } catch (e) {
+    finishError(e);
+    return;
+  }
+  if (json !== undefined) {
+    const line = `{"v":${PROTOCOL_VERSION},"type":"done","ok":true,"value":${json}}`;
+    const size = utf8Length(line) + 1;
+    if (size > MAX_WORKER_LINE) {
+      finishError(
+        new RangeError(
+          `the return value is too large to send (${size} bytes of JSON; the limit is ${MAX_WORKER_LINE})`,
+        ),
+      );
+      return;
+    }
+    finished = true;
+    sendLine(line);
+  } else {
+    finished = true;
+    send({ type: "done", ok: true });
+  }
+  afterDone();
+}
+
+function finishError(e) {
+  if (finished) return;
+  let error;
+  if (e instanceof ExitSignal) {
+    if (e.code === 0) {
+      finishOk(undefined);
+      return;
+    }
+    error = { name: "Error", message: `the code called Deno.exit(${e.code})` };
+  } else {
+    error = describeError(e, currentModuleMapper);
+  }
+  finished = true;
+  // Keep the line under the host's cap even if JSON escaping grows the text.
+  const maxText = 256 * 1024;
+  if (utf8Length(error.message) > maxText) error.message = truncateUtf8(error.message, maxText) + "...";
+  if (error.stack !== undefined && utf8Length(error.stack) > maxText) {
+    error.stack = truncateUtf8(error.stack, maxText) + "...";
+  }
+  send({ type: "done", ok: false, error });
+  afterDone();
+}
+
+function afterDone() {
+  executing = false;
+  stopReading();
+  pendingCalls.clear();
+}
+
+/** Errors that escape user code asynchronously (timers, unhandled rejections). */
+function onAsyncError(err) {
+  if (finished) return;
+  if (!executing) {
+    diag("uncaught error outside an execution: " + safeString(err?.stack ?? err));
+    return;
+  }
+  if (asyncFailure === null) {
+    asyncFailure = { error: err };
+    rejectAsyncFailure?.(err);
+  }
+}
+
+function onStdinClosed() {
+  if (executing && !finished) rejectAllPending("the host closed the connection");
+}
+
+/**
+ * @typedef {object} ExecContext
+ * @property {string} code
+ * @property {Record<string, unknown>} message the whole execute message
+ */
+
+/**
+ * Language runtimes. `run` returns the user program's value or throws its error. A Python runtime
+ * (Pyodide from a directory named in the execute message or the launch arguments) plugs in here;
+ * `prepare` runs before `ready` when the launch arguments name the runtime.
+ * @type {Record<string, {prepare?: () => Promise<void>, run: (ctx: ExecContext) => Promise<unknown>}>}
+ */
+const RUNTIMES = {
+  typescript: { run: runTypeScript },
+  python: { run: runPython },
+};
+
+/** @param {ExecContext} ctx */
+async function runTypeScript(ctx) {
+  const variants = buildTypeScriptVariants(ctx.code);
+  let mod;
+  let lastError;
+  for (const variant of variants) {
+    const url = "data:application/typescript;base64," + base64Utf8(variant.source);
+    currentModuleMapper = variant.mapLocation;
+    try {
+      // Loading compiles and links only: user code runs when `default` is called below, so a
+      // variant that fails to load has not run anything.
+      mod = await import(url);
+      break;
+    } catch (e) {
+      lastError = e;
+    }
+  }
+  if (mod === undefined) throw lastError;
+  return await mod.default();
+}
+
+/**
+ * Placeholder until the Pyodide runtime lands (loaded from a directory the host names, with
+ * `--allow-read` on it; `ready` must then wait for it via `prepare`).
+ * @param {ExecContext} _ctx
+ */
+function runPython(_ctx) {
+  return PromiseCtor.reject(new Error("python is not supported by this worker"));
+}
+
+/** @param {any} msg */
+async function execute(msg) {
+  if (executeReceived) {
+    diag("ignoring a second execute message");
+    return;
+  }
+  executeReceived = true;
+  executing = true;
+  const limit = msg.outputLimit;
+  outputLimit = typeof limit === "number" && NumberIsFinite(limit) && limit >= 0 ? limit : DEFAULT_OUTPUT_LIMIT;
+  const failure = new PromiseCtor((_resolve, reject) => {
+    rejectAsyncFailure = reject;
+  });
+  failure.catch(() => {});
+  try {
+    const language = msg.language;
+    const runtime = typeof language === "string" && Object.hasOwn(RUNTIMES, language) ? RUNTIMES[language] : undefined;
+    if (runtime === undefined) throw new Error(`unsupported language: ${safeString(language)}`);
+    if (typeof msg.code !== "string") throw new TypeError("execute: code must be a string");
+    const value = await PromiseCtor.race([runtime.run({ code: msg.code, message: msg }), failure]);
+    // One macrotask turn so errors thrown by already-due callbacks and rejections left
+    // unhandled by the final microtasks still count.
+    await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+    if (asyncFailure !== null) throw asyncFailure.error;
+    finishOk(value);
+  } catch (e) {
+    finishError(e);
+  }
+}
+
+/** @param {string} line */
+function onLine(line) {
+  if (line.trim() === "") return;
+  let msg;
+  try {
+    msg = JSONParse(line);
+  } catch {
+    diag("ignoring a malformed line from the host");
+    return;
+  }
+  if (msg === null || typeof msg !== "object" || msg.v !== PROTOCOL_VERSION) {
+    diag("ignoring a message without v:1");
+    return;
+  }
+  switch (msg.type) {
+    case "execute":
+      execute(msg);
+      break;
+    case "reply":
+      onReply(msg);
+      break;
+    default:
+      diag("ignoring an unknown message type " + safeString(msg.type).slice(0, 64));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The user-facing global environment
+// ---------------------------------------------------------------------------------------------
+
+function defineGlobal(name, value) {
+  ObjectDefineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+}
+
+function tryDelete(obj, key) {
+  try {
+    delete obj[key];
+  } catch {
+    // ignore
+  }
+}
+
+function exitFromUserCode(code) {
+  const n = code === undefined ? 0 : Number(code) | 0;
+  if (executing && !finished) finishError(new ExitSignal(n));
+  throw new ExitSignal(n);
+}
+
+function installEnvironment() {
+  // A Deno console that prints through us; only its table formatting is used.
+  if (typeof denoInternal?.Console === "function") {
+    try {
+      tableConsole = new denoInternal.Console((text, level) => {
+        emitOutput(level > 1 ? "stderr" : "stdout", indentText(text.endsWith("\n") ? text.slice(0, -1) : text) + "\n");
+      });
+    } catch {
+      tableConsole = null;
+    }
+  }
+  defineGlobal("console", makeConsole());
+  defineGlobal("callMCPTool", callMCPTool);
+  defineGlobal("callMCPToolRaw", callMCPToolRaw);
+  defineGlobal("searchTools", searchTools);
+  defineGlobal("getToolSchema", getToolSchema);
+  defineGlobal("listServers", listServers);
+
+  // Raw I/O out of reach (hygiene; node:process / node:fs imports can still reach fds).
+  tryDelete(D, "stdin");
+  tryDelete(D, "stdout");
+  tryDelete(D, "stderr");
+  if (denoInternalSymbol !== undefined) tryDelete(D, denoInternalSymbol);
+  tryDelete(D, "internal");
+  tryDelete(globalThis, "process");
+  defineGlobal("alert", function alert() {});
+  defineGlobal("confirm", function confirm() {
+    return false;
+  });
+  defineGlobal("prompt", function prompt() {
+    return null;
+  });
+  // Ending the process must still produce a `done`.
+  try {
+    ObjectDefineProperty(D, "exit", {
+      value: function exit(code) {
+        exitFromUserCode(code);
+      },
+      writable: true,
+      configurable: true,
+      enumerable: true,
+    });
+  } catch {
+    // ignore
+  }
+  defineGlobal("close", function close() {
+    exitFromUserCode(0);
+  });
+
+  addEventListenerPrivate("unhandledrejection", (event) => {
+    event.preventDefault();
+    onAsyncError(event.reason);
+  });
+  addEventListenerPrivate("error", (event) => {
+    event.preventDefault();
+    onAsyncError(event.error !== undefined ? event.error : event.message);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Pays Deno's one-time costs (TypeScript loader, timer machinery) before `ready`, so they do
+ * not count against the execution (about 5-10 ms on a quiet machine).
+ */
+async function warmUp() {
+  try {
+    const url = "data:application/typescript;base64," + base64Utf8("export default 0 as number;\n");
+    await import(url);
+  } catch {
+    // not fatal: the real import will report any problem
+  }
+  await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+}
+
+async function main() {
+  installEnvironment();
+  const mode = launchArgs[0];
+  if (typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) && RUNTIMES[mode].prepare) {
+    await RUNTIMES[mode].prepare();
+  }
+  await warmUp();
+  const reading = readLines(onLine);
+  send({ type: "ready" });
+  await reading;
+}
+
+main().catch((e) => {
+  diag("runner failed: " + safeString(e?.stack ?? e));
+  exitPrivate(70);
+});

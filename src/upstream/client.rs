@@ -1,0 +1,156 @@
+//! One rmcp client connection to a downstream server (stdio child or streamable HTTP), and the
+//! client-side handler that reacts to `notifications/tools/list_changed`.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use tokio::io::AsyncBufReadExt;
+
+use crate::config::discovery::{ServerSpec, Transport};
+
+type ToolCache = Arc<Mutex<Option<Arc<Vec<Tool>>>>>;
+
+/// How many stderr lines of a downstream server are kept for error messages.
+const STDERR_LINES: usize = 20;
+
+/// The last lines a downstream server wrote to stderr.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut lines = self.0.lock().expect("stderr tail lock");
+        if lines.len() == STDERR_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// Appends the last stderr lines to an error, where there are any.
+    pub fn annotate(&self, reason: String) -> String {
+        let lines = self.0.lock().expect("stderr tail lock");
+        let tail: Vec<&str> = lines
+            .iter()
+            .rev()
+            .take(3)
+            .rev()
+            .map(String::as_str)
+            .collect();
+        if tail.is_empty() {
+            reason
+        } else {
+            format!("{reason} (stderr: {})", tail.join(" | "))
+        }
+    }
+}
+
+/// Receives notifications from one downstream server.
+struct UpstreamHandler {
+    server: String,
+    tools: ToolCache,
+}
+
+impl ClientHandler for UpstreamHandler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("code-executor", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(server = %self.server, "tool list changed; refreshing on next use");
+        *self.tools.lock().expect("tool cache lock") = None;
+    }
+}
+
+/// A live client connection.
+pub struct Connection {
+    service: RunningService<RoleClient, UpstreamHandler>,
+}
+
+impl Connection {
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    /// The protocol version negotiated with the server.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.service
+            .peer_info()
+            .map(|info| info.protocol_version.to_string())
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.service.is_transport_closed()
+    }
+
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+/// Starts (stdio) or opens (HTTP) the server and runs the MCP handshake.
+pub async fn connect(
+    spec: &ServerSpec,
+    tools: ToolCache,
+    stderr_tail: StderrTail,
+) -> Result<Connection, String> {
+    let handler = UpstreamHandler {
+        server: spec.name.clone(),
+        tools,
+    };
+    let service = match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            // The child inherits our environment (PATH, so `npx`/`uvx` are found), plus its own.
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env);
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            let (transport, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+            if let Some(stderr) = stderr {
+                let server = spec.name.clone();
+                tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(server = %server, "stderr: {line}");
+                        stderr_tail.push(line.chars().take(500).collect());
+                    }
+                });
+            }
+            handler.serve(transport).await.map_err(|e| e.to_string())?
+        }
+        Transport::Http { url, headers } => {
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name = name
+                    .parse()
+                    .map_err(|_| format!("invalid header name `{name}`"))?;
+                let value = value
+                    .parse()
+                    .map_err(|_| format!("invalid value for header `{name}`"))?;
+                custom.insert(name, value);
+            }
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            handler.serve(transport).await.map_err(|e| e.to_string())?
+        }
+    };
+    Ok(Connection { service })
+}

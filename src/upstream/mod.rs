@@ -1,0 +1,416 @@
+//! The pool of downstream MCP servers: one rmcp client per configured server, connected lazily
+//! on first use, reconnected after a crash, with per-call timeouts and a tool-list cache that a
+//! `notifications/tools/list_changed` clears.
+//!
+//! A server that fails to start is reported with its name and the reason (including the tail of
+//! its stderr); the other servers are unaffected. This module decides nothing about policy:
+//! callers (the broker) have already checked that a call is allowed.
+
+mod client;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::service::{Peer, RoleClient};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::config::discovery::{ServerSpec, Transport};
+pub use client::StderrTail;
+
+/// How long a failed start is remembered before the next use tries again.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
+
+/// Timeouts for downstream servers.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamTimeouts {
+    pub connect: Duration,
+    pub call: Duration,
+}
+
+/// Errors from a downstream server, always naming it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("no MCP server named `{server}` is configured (configured: {known})")]
+    UnknownServer { server: String, known: String },
+    #[error("MCP server `{server}` has no tool named `{tool}`")]
+    UnknownTool { server: String, tool: String },
+    #[error("MCP server `{server}` failed to start: {reason}")]
+    Start { server: String, reason: String },
+    #[error("MCP server `{server}` did not answer `{tool}` within {ms} ms")]
+    Timeout {
+        server: String,
+        tool: String,
+        ms: u128,
+    },
+    #[error("MCP server `{server}` failed during `{tool}`: {reason}")]
+    Call {
+        server: String,
+        tool: String,
+        reason: String,
+    },
+}
+
+/// The state of one downstream server, for `listServers` and `health`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ServerStatus {
+    pub name: String,
+    pub transport: &'static str,
+    pub state: &'static str,
+    pub tools: Option<usize>,
+    /// The MCP protocol version negotiated, once connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    pub error: Option<String>,
+}
+
+/// All configured downstream servers.
+pub struct UpstreamPool {
+    servers: BTreeMap<String, Arc<Slot>>,
+    timeouts: UpstreamTimeouts,
+}
+
+struct Slot {
+    /// `None` for an entry whose configuration could not be read at all.
+    spec: Option<ServerSpec>,
+    conn: Mutex<Conn>,
+    /// Tools last listed; cleared by `tools/list_changed` and on disconnect.
+    tools: Arc<std::sync::Mutex<Option<Arc<Vec<Tool>>>>>,
+    stderr: StderrTail,
+}
+
+enum Conn {
+    Idle,
+    /// The configuration entry itself is unusable (e.g. an unset variable); never retried.
+    Invalid(String),
+    Connected(client::Connection),
+    Failed {
+        reason: String,
+        at: Instant,
+    },
+}
+
+impl UpstreamPool {
+    /// A pool over `specs`; `invalid` names configured entries that cannot be used, with why,
+    /// so that they are listed and give a clear error instead of "unknown server".
+    pub fn new(
+        specs: Vec<ServerSpec>,
+        invalid: BTreeMap<String, String>,
+        timeouts: UpstreamTimeouts,
+    ) -> Self {
+        let mut servers = BTreeMap::new();
+        for spec in specs {
+            let conn = match invalid.get(&spec.name) {
+                Some(reason) => Conn::Invalid(reason.clone()),
+                None => Conn::Idle,
+            };
+            servers.insert(spec.name.clone(), Arc::new(Slot::new(Some(spec), conn)));
+        }
+        for (name, reason) in invalid {
+            servers
+                .entry(name)
+                .or_insert_with(|| Arc::new(Slot::new(None, Conn::Invalid(reason))));
+        }
+        UpstreamPool { servers, timeouts }
+    }
+
+    pub fn server_names(&self) -> impl Iterator<Item = &str> {
+        self.servers.keys().map(String::as_str)
+    }
+
+    pub fn contains(&self, server: &str) -> bool {
+        self.servers.contains_key(server)
+    }
+
+    fn slot(&self, server: &str) -> Result<&Arc<Slot>, UpstreamError> {
+        self.servers
+            .get(server)
+            .ok_or_else(|| UpstreamError::UnknownServer {
+                server: server.to_string(),
+                known: self.server_names().collect::<Vec<_>>().join(", "),
+            })
+    }
+
+    /// Splits `mcp__<server>__<tool>` using the configured server names (longest match wins,
+    /// so names containing `__` still resolve).
+    pub fn resolve(&self, qualified: &str) -> Result<(String, String), UpstreamError> {
+        let rest = qualified.strip_prefix("mcp__").unwrap_or(qualified);
+        self.servers
+            .keys()
+            .filter_map(|server| {
+                let tool = rest.strip_prefix(server.as_str())?.strip_prefix("__")?;
+                (!tool.is_empty()).then(|| (server.clone(), tool.to_string()))
+            })
+            .max_by_key(|(server, _)| server.len())
+            .ok_or_else(|| UpstreamError::UnknownServer {
+                server: rest.split("__").next().unwrap_or(rest).to_string(),
+                known: self.server_names().collect::<Vec<_>>().join(", "),
+            })
+    }
+
+    /// The peer of a connected server, connecting (or reconnecting) if needed.
+    async fn peer(&self, server: &str) -> Result<Peer<RoleClient>, UpstreamError> {
+        let slot = self.slot(server)?;
+        let mut conn = slot.conn.lock().await;
+        if let Conn::Connected(c) = &*conn {
+            if !c.is_closed() {
+                return Ok(c.peer());
+            }
+            tracing::warn!(server, "downstream server exited; reconnecting");
+            slot.clear_tools();
+        }
+        if let Conn::Invalid(reason) = &*conn {
+            return Err(UpstreamError::Start {
+                server: server.to_string(),
+                reason: format!("its configuration is invalid: {reason}"),
+            });
+        }
+        if let Conn::Failed { reason, at } = &*conn
+            && at.elapsed() < RETRY_AFTER_FAILURE
+        {
+            return Err(UpstreamError::Start {
+                server: server.to_string(),
+                reason: reason.clone(),
+            });
+        }
+        let Some(spec) = &slot.spec else {
+            return Err(UpstreamError::Start {
+                server: server.to_string(),
+                reason: "its configuration is invalid".into(),
+            });
+        };
+        match tokio::time::timeout(
+            self.timeouts.connect,
+            client::connect(spec, slot.tools.clone(), slot.stderr.clone()),
+        )
+        .await
+        {
+            Ok(Ok(connection)) => {
+                tracing::info!(
+                    server,
+                    protocol = connection.protocol_version().unwrap_or_default(),
+                    "connected to downstream server"
+                );
+                let peer = connection.peer();
+                *conn = Conn::Connected(connection);
+                Ok(peer)
+            }
+            Ok(Err(reason)) => {
+                let reason = slot.stderr.annotate(reason);
+                *conn = Conn::Failed {
+                    reason: reason.clone(),
+                    at: Instant::now(),
+                };
+                Err(UpstreamError::Start {
+                    server: server.to_string(),
+                    reason,
+                })
+            }
+            Err(_) => {
+                let reason = slot.stderr.annotate(format!(
+                    "no answer to `initialize` within {} ms",
+                    self.timeouts.connect.as_millis()
+                ));
+                *conn = Conn::Failed {
+                    reason: reason.clone(),
+                    at: Instant::now(),
+                };
+                Err(UpstreamError::Start {
+                    server: server.to_string(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    /// The tools of one server (cached until the server says they changed).
+    pub async fn tools(&self, server: &str) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let slot = self.slot(server)?;
+        if let Some(tools) = slot.cached_tools() {
+            // Only trust the cache while the server is still up.
+            if matches!(&*slot.conn.lock().await, Conn::Connected(c) if !c.is_closed()) {
+                return Ok(tools);
+            }
+        }
+        let peer = self.peer(server).await?;
+        let listed = tokio::time::timeout(self.timeouts.call, peer.list_all_tools())
+            .await
+            .map_err(|_| UpstreamError::Timeout {
+                server: server.to_string(),
+                tool: "tools/list".into(),
+                ms: self.timeouts.call.as_millis(),
+            })?
+            .map_err(|e| UpstreamError::Call {
+                server: server.to_string(),
+                tool: "tools/list".into(),
+                reason: e.to_string(),
+            })?;
+        let tools = Arc::new(listed);
+        *slot.tools.lock().expect("tool cache lock") = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// The tools of every server, connecting all of them concurrently.
+    pub async fn all_tools(&self) -> Vec<(String, Result<Arc<Vec<Tool>>, UpstreamError>)> {
+        let lookups = self.servers.keys().map(|name| async move {
+            let result = self.tools(name).await;
+            (name.clone(), result)
+        });
+        futures::future::join_all(lookups).await
+    }
+
+    /// Calls one tool. Transport failures mark the server for reconnection on next use.
+    pub async fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, Value>,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let peer = self.peer(server).await?;
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        match tokio::time::timeout(self.timeouts.call, peer.call_tool(params)).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => {
+                let slot = self.slot(server)?;
+                let reason = slot.stderr.annotate(e.to_string());
+                Err(UpstreamError::Call {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    reason,
+                })
+            }
+            Err(_) => Err(UpstreamError::Timeout {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                ms: self.timeouts.call.as_millis(),
+            }),
+        }
+    }
+
+    /// The state of every server, without connecting anything.
+    pub async fn statuses(&self) -> Vec<ServerStatus> {
+        let mut out = Vec::with_capacity(self.servers.len());
+        for (name, slot) in &self.servers {
+            let conn = slot.conn.lock().await;
+            let protocol = match &*conn {
+                Conn::Connected(c) => c.protocol_version(),
+                _ => None,
+            };
+            let (state, error) = match &*conn {
+                Conn::Idle => ("idle", None),
+                Conn::Connected(c) if c.is_closed() => {
+                    ("idle", Some("exited; reconnects on next use".to_string()))
+                }
+                Conn::Connected(_) => ("connected", None),
+                Conn::Failed { reason, .. } => ("failed", Some(reason.clone())),
+                Conn::Invalid(reason) => {
+                    ("failed", Some(format!("invalid configuration: {reason}")))
+                }
+            };
+            out.push(ServerStatus {
+                name: name.clone(),
+                transport: match slot.spec.as_ref().map(|s| &s.transport) {
+                    Some(Transport::Stdio { .. }) => "stdio",
+                    Some(Transport::Http { .. }) => "http",
+                    None => "unknown",
+                },
+                state,
+                tools: slot.cached_tools().map(|t| t.len()),
+                protocol,
+                error,
+            });
+        }
+        out
+    }
+
+    /// Closes every connection (downstream children are stopped).
+    pub async fn shutdown(&self) {
+        for slot in self.servers.values() {
+            let mut conn = slot.conn.lock().await;
+            if let Conn::Connected(c) = std::mem::replace(&mut *conn, Conn::Idle) {
+                c.close().await;
+            }
+        }
+    }
+}
+
+impl Slot {
+    fn new(spec: Option<ServerSpec>, conn: Conn) -> Self {
+        Slot {
+            spec,
+            conn: Mutex::new(conn),
+            tools: Default::default(),
+            stderr: StderrTail::default(),
+        }
+    }
+
+    fn cached_tools(&self) -> Option<Arc<Vec<Tool>>> {
+        self.tools.lock().expect("tool cache lock").clone()
+    }
+
+    fn clear_tools(&self) {
+        *self.tools.lock().expect("tool cache lock") = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::discovery::ConfigSource;
+
+    fn pool(names: &[&str]) -> UpstreamPool {
+        let specs = names
+            .iter()
+            .map(|n| ServerSpec {
+                name: n.to_string(),
+                transport: Transport::Stdio {
+                    command: "true".into(),
+                    args: vec![],
+                    env: Default::default(),
+                    cwd: None,
+                },
+                source: ConfigSource::test(),
+            })
+            .collect();
+        UpstreamPool::new(
+            specs,
+            BTreeMap::new(),
+            UpstreamTimeouts {
+                connect: Duration::from_secs(1),
+                call: Duration::from_secs(1),
+            },
+        )
+    }
+
+    #[test]
+    fn qualified_names_resolve_by_longest_server() {
+        let p = pool(&["git", "git__hub", "Test-Store"]);
+        assert_eq!(
+            p.resolve("mcp__git__hub__list").unwrap(),
+            ("git__hub".to_string(), "list".to_string())
+        );
+        assert_eq!(
+            p.resolve("mcp__git__git_log").unwrap(),
+            ("git".to_string(), "git_log".to_string())
+        );
+        assert_eq!(
+            p.resolve("mcp__Test-Store__get-Inventory").unwrap(),
+            ("Test-Store".to_string(), "get-Inventory".to_string())
+        );
+    }
+
+    #[test]
+    fn unknown_servers_are_named() {
+        let p = pool(&["git"]);
+        let err = p
+            .resolve("mcp__github__create_issue")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("github") && err.contains("git"), "{err}");
+        // Case matters: server names are exact.
+        assert!(p.resolve("mcp__GIT__git_log").is_err());
+        assert!(p.resolve("mcp__git__").is_err());
+    }
+}

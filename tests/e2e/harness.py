@@ -1,0 +1,597 @@
+"""Shared machinery for the end-to-end tests and the benchmark.
+
+- `E2EEnv`: an isolated world for one `code-executor` process (HOME, project dir, mcp.json, a git repo).
+- `McpClient`: a synchronous wrapper over the official MCP Python SDK client (stdio or streamable HTTP),
+  running the async SDK in a background event loop (anyio blocking portal), so tests stay plain functions
+  and one server process can be shared by a whole module.
+- `run_ts` / `Exec`: call `executeTypescript` and check the contract invariants of its result.
+- `raw_stdio_tools_list`: speak raw JSON-RPC over stdio to measure the exact `tools/list` answer size.
+
+Paths: the binary comes from `CODE_EXECUTOR_BIN` (default `<repo>/target/release/code-executor`), the
+runtime dir from `CODE_EXECUTOR_RUNTIME_DIR` (default `<repo>/target/runtimes`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import anyio
+import anyio.from_thread
+import jsonschema
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+REPO = Path(__file__).resolve().parents[2]
+SERVERS_DIR = REPO / "tests" / "servers"
+STORE_SERVER = SERVERS_DIR / "store_server.py"
+# The venv's bin dir (not resolved: a venv's python is a symlink to the base interpreter).
+VENV_BIN = Path(sys.executable).parent
+
+OUR_TOOLS = {"executeTypescript", "searchTools", "getToolSchema", "listServers", "health"}
+OPTIONAL_TOOLS = {"executePython"}
+
+MISSING_BINARY = "/nonexistent/definitely-missing-binary"
+
+if str(SERVERS_DIR) not in sys.path:
+    sys.path.insert(0, str(SERVERS_DIR))
+
+
+def binary() -> Path:
+    return Path(os.environ.get("CODE_EXECUTOR_BIN") or REPO / "target" / "release" / "code-executor")
+
+
+def runtime_dir() -> Path:
+    return Path(os.environ.get("CODE_EXECUTOR_RUNTIME_DIR") or REPO / "target" / "runtimes")
+
+
+def runtime_mirror() -> Path | None:
+    """A local runtime mirror, if one is known: `CODE_EXECUTOR_RUNTIME_MIRROR`, else `<repo>/../shared/runtime-mirror`."""
+    env = os.environ.get("CODE_EXECUTOR_RUNTIME_MIRROR")
+    if env:
+        return Path(env)
+    guess = REPO.parent / "shared" / "runtime-mirror"
+    return guess if guess.is_dir() else None
+
+
+def venv_script(name: str) -> str:
+    p = VENV_BIN / name
+    if p.exists():
+        return str(p)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"{name} not found (install tests/e2e/requirements.txt into the venv)")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tail(path: Path | None, limit: int = 6000) -> str:
+    if path is None or not path.exists():
+        return "(no log)"
+    data = path.read_bytes()[-limit:]
+    return data.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------------------------
+# The isolated environment
+# --------------------------------------------------------------------------------------------
+
+GIT_COMMITS = [
+    # (file, content, message), oldest first
+    ("README.md", "# demo shop\n", "Initial commit: README"),
+    ("inventory.py", "STOCK = {}\n", "Add inventory module"),
+    ("reports.py", "def total(x):\n    return round(x, 2)\n", "Fix stock rounding in reports"),
+    ("tickets.py", "def export():\n    return []\n", "Add ticket export"),
+    ("inventory.py", "STOCK = {}\nWAREHOUSES = []\n", "Fix crash when warehouse is empty"),
+    ("VERSION", "1.1.0\n", "Bump version to 1.1.0"),
+]
+
+
+def make_git_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(path.parent),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "E2E Tester",
+        "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+        "GIT_COMMITTER_NAME": "E2E Tester",
+        "GIT_COMMITTER_EMAIL": "e2e@example.invalid",
+    }
+
+    def git(*args: str, extra: dict[str, str] | None = None) -> None:
+        subprocess.run(["git", *args], cwd=path, env={**env, **(extra or {})}, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    for i, (name, content, message) in enumerate(GIT_COMMITS):
+        (path / name).write_text(content)
+        git("add", name)
+        date = f"2024-03-{10 + i:02d}T12:00:00+00:00"
+        git("commit", "-q", "-m", message, extra={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date})
+    return path
+
+
+ALL_SERVERS = ("time", "git", "Test-Store", "broken")
+
+
+@dataclass
+class E2EEnv:
+    root: Path
+    servers: tuple[str, ...] = ALL_SERVERS
+    home: Path = field(init=False)
+    project: Path = field(init=False)
+    config_path: Path = field(init=False)
+    git_repo: Path = field(init=False)
+    canary: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root = Path(self.root)
+        self.home = self.root / "home"
+        self.project = self.root / "project"
+        self.config_path = self.root / "mcp.json"
+        self.git_repo = self.root / "repo"
+        self.canary = "canary-" + secrets.token_hex(8)
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.project.mkdir(parents=True, exist_ok=True)
+        if "git" in self.servers:
+            make_git_repo(self.git_repo)
+        self.config_path.write_text(json.dumps({"mcpServers": self.server_configs()}, indent=2))
+
+    def server_configs(self) -> dict[str, Any]:
+        all_configs: dict[str, Any] = {
+            "time": {"command": venv_script("mcp-server-time"), "args": ["--local-timezone", "UTC"]},
+            "git": {
+                "type": "stdio",
+                "command": venv_script("mcp-server-git"),
+                "args": ["--repository", str(self.git_repo)],
+                "env": {"GIT_PYTHON_GIT_EXECUTABLE": shutil.which("git") or "git"},
+            },
+            "Test-Store": {"command": sys.executable, "args": [str(STORE_SERVER)]},
+            "broken": {"command": MISSING_BINARY, "args": []},
+        }
+        return {name: all_configs[name] for name in self.servers}
+
+    def env(self) -> dict[str, str]:
+        """The whole environment of a code-executor process: nothing else is inherited."""
+        env = {
+            "HOME": str(self.home),
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "CODE_EXECUTOR_PROJECT_DIR": str(self.project),
+            "MCP_CONFIG_PATH": str(self.config_path),
+            "CODE_EXECUTOR_RUNTIME_DIR": str(runtime_dir()),
+            # A fake secret: it must never show up in anything the sandbox can return.
+            "CODE_EXECUTOR_E2E_CANARY": self.canary,
+        }
+        for passthrough in ("CODE_EXECUTOR_RUNTIME_MIRROR", "RUST_LOG", "RUST_BACKTRACE", "LANG"):
+            if os.environ.get(passthrough):
+                env[passthrough] = os.environ[passthrough]
+        return env
+
+
+def run_cli(e2e: E2EEnv, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(binary()), *args],
+        cwd=e2e.project,
+        env=e2e.env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# MCP client
+# --------------------------------------------------------------------------------------------
+
+
+class ServerStartError(RuntimeError):
+    pass
+
+
+class McpClient:
+    """A synchronous MCP client over stdio or streamable HTTP to one `code-executor serve` process."""
+
+    def __init__(
+        self,
+        transport: str,
+        e2e: E2EEnv | None,
+        log_path: Path,
+        call_timeout: float = 90.0,
+        stdio_params: StdioServerParameters | None = None,
+    ):
+        """`stdio_params` connects to some other stdio MCP server instead of code-executor (used to
+        check the downstream test servers themselves)."""
+        assert transport in ("stdio", "http")
+        assert e2e is not None or stdio_params is not None
+        self.transport = transport
+        self.e2e = e2e
+        self.stdio_params = stdio_params
+        # Our own contract (structuredContent + text block) only holds for code-executor's tools.
+        self.check_contract = stdio_params is None
+        self.log_path = log_path
+        self.call_timeout = call_timeout
+        self.port: int | None = None
+        self.url: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.output_schemas: dict[str, Any] = {}
+        self._stack = contextlib.ExitStack()
+        self._log_file = None
+        self.session: ClientSession | None = None
+
+    # ---- lifecycle ----
+    def start(self) -> "McpClient":
+        try:
+            self._log_file = self._stack.enter_context(open(self.log_path, "w"))
+            self._portal = self._stack.enter_context(anyio.from_thread.start_blocking_portal())
+            if self.transport == "http":
+                self._start_http_process()
+            self.session = self._stack.enter_context(self._portal.wrap_async_context_manager(self._connect()))
+            tools = self.list_tools()
+            self.output_schemas = {t.name: t.output_schema for t in tools.tools}
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __enter__(self) -> "McpClient":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self._stack.close()
+        finally:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(10)
+
+    def log_tail(self, limit: int = 6000) -> str:
+        if self._log_file is not None and not self._log_file.closed:
+            self._log_file.flush()
+        return tail(self.log_path, limit)
+
+    def _start_http_process(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc = subprocess.Popen(
+            [str(binary()), "serve", "--http", f"127.0.0.1:{self.port}"],
+            cwd=self.e2e.project,
+            env=self.e2e.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerStartError(
+                    f"code-executor serve --http exited with {self.proc.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise ServerStartError(f"code-executor serve --http did not listen within 60 s:\n{self.log_tail()}")
+
+    @asynccontextmanager
+    async def _connect(self):
+        if self.transport == "stdio":
+            params = self.stdio_params or StdioServerParameters(
+                command=str(binary()), args=["serve"], env=self.e2e.env(), cwd=str(self.e2e.project)
+            )
+            async with stdio_client(params, errlog=self._log_file) as (read, write):
+                async with ClientSession(read, write) as session:
+                    with anyio.fail_after(60):
+                        await session.initialize()
+                    yield session
+        else:
+            assert self.url
+            async with streamable_http_client(self.url) as (read, write):
+                async with ClientSession(read, write) as session:
+                    with anyio.fail_after(60):
+                        await session.initialize()
+                    yield session
+
+    # ---- calls ----
+    def list_tools(self):
+        assert self.session is not None
+        return self._portal.call(self.session.list_tools)
+
+    def _call_async(self, name: str, args: dict[str, Any], timeout: float | None):
+        assert self.session is not None
+        return self.session.call_tool(name, args, read_timeout_seconds=timeout or self.call_timeout)
+
+    def call(self, name: str, args: dict[str, Any] | None = None, timeout: float | None = None) -> CallToolResult:
+        async def one() -> CallToolResult:
+            return await self._call_async(name, args or {}, timeout)
+
+        result = self._portal.call(one)
+        self.check_result(name, result)
+        return result
+
+    def call_many(self, calls: Iterable[tuple[str, dict[str, Any]]], timeout: float | None = None) -> list[CallToolResult]:
+        """Run several tool calls concurrently on the one session; results in call order."""
+        calls = list(calls)
+
+        async def all_() -> list[CallToolResult]:
+            results: list[Any] = [None] * len(calls)
+
+            async def one(i: int, name: str, args: dict[str, Any]) -> None:
+                results[i] = await self._call_async(name, args, timeout)
+
+            async with anyio.create_task_group() as tg:
+                for i, (name, args) in enumerate(calls):
+                    tg.start_soon(one, i, name, args)
+            return results
+
+        results = self._portal.call(all_)
+        for (name, _), r in zip(calls, results):
+            self.check_result(name, r)
+        return results
+
+    def check_result(self, name: str, result: CallToolResult) -> None:
+        """Contract: structuredContent matching the tool's outputSchema, plus one readable text block."""
+        if not self.check_contract:
+            return
+        texts = [c for c in result.content if isinstance(c, TextContent)]
+        assert texts, f"{name}: result has no text block: {dump(result)}"
+        if result.is_error and name != "executeTypescript":
+            return  # a failed search/schema lookup may carry only its message
+        sc = result.structured_content
+        assert isinstance(sc, dict), f"{name}: no structuredContent: {dump(result)}"
+        schema = self.output_schemas.get(name)
+        if schema:
+            try:
+                jsonschema.validate(sc, schema)
+            except jsonschema.ValidationError as e:  # pragma: no cover - reported as a failure
+                raise AssertionError(f"{name}: structuredContent does not match outputSchema: {e.message}\n{dump(result)}")
+
+    def structured(self, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = self.call(name, args)
+        assert not result.is_error, f"{name} failed: {dump(result)}"
+        assert isinstance(result.structured_content, dict)
+        return result.structured_content
+
+
+def dump(result: Any, limit: int = 3000) -> str:
+    try:
+        text = result.model_dump_json(by_alias=True, exclude_none=True)
+    except Exception:
+        text = repr(result)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} chars)"
+
+
+# --------------------------------------------------------------------------------------------
+# executeTypescript helper
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Exec:
+    raw: CallToolResult
+    sc: dict[str, Any]
+    elapsed: float
+
+    @property
+    def success(self) -> bool:
+        return self.sc["success"]
+
+    @property
+    def output(self) -> str:
+        return self.sc["output"]
+
+    @property
+    def error(self) -> str | None:
+        return self.sc["error"]
+
+    @property
+    def result(self) -> Any:
+        return self.sc.get("result")
+
+    @property
+    def has_result(self) -> bool:
+        return "result" in self.sc
+
+    @property
+    def tool_calls(self) -> list[str]:
+        return self.sc["toolCallsMade"]
+
+    @property
+    def summary(self) -> dict[str, dict[str, Any]]:
+        return {row["tool"]: row for row in self.sc["toolCallSummary"]}
+
+    @property
+    def text(self) -> str:
+        return "\n".join(c.text for c in self.raw.content if isinstance(c, TextContent))
+
+    def everything(self) -> str:
+        """All the text the client got back (for leak checks)."""
+        return json.dumps(self.sc, default=str) + "\n" + self.text
+
+    def describe(self) -> str:
+        sc = dict(self.sc)
+        if isinstance(sc.get("output"), str) and len(sc["output"]) > 2000:
+            sc["output"] = sc["output"][:2000] + f"... ({len(self.sc['output'])} chars)"
+        return f"executeTypescript result ({self.elapsed:.2f}s): " + json.dumps(sc, indent=1, default=str)[:6000]
+
+
+def run_ts(
+    client: McpClient,
+    code: str,
+    allowed: list[str] | None = None,
+    timeout_ms: int | None = None,
+    call_timeout: float | None = None,
+) -> Exec:
+    args: dict[str, Any] = {"code": code}
+    if allowed is not None:
+        args["allowedTools"] = allowed
+    if timeout_ms is not None:
+        args["timeoutMs"] = timeout_ms
+    t0 = time.monotonic()
+    raw = client.call("executeTypescript", args, timeout=call_timeout)
+    elapsed = time.monotonic() - t0
+    sc = raw.structured_content
+    assert isinstance(sc, dict), f"executeTypescript returned no structuredContent: {dump(raw)}"
+    for key in ("success", "output", "error", "executionTimeMs", "toolCallsMade", "toolCallSummary"):
+        assert key in sc, f"executeTypescript result lacks {key!r}: {dump(raw)}"
+    ex = Exec(raw, sc, elapsed)
+    assert bool(raw.is_error) == (not ex.success), f"isError must be true exactly when success is false: {dump(raw)}"
+    if ex.success:
+        assert ex.error is None, ex.describe()
+    else:
+        assert isinstance(ex.error, str) and ex.error, ex.describe()
+    return ex
+
+
+def ok(client: McpClient, code: str, **kw: Any) -> Exec:
+    ex = run_ts(client, code, **kw)
+    assert ex.success, ex.describe()
+    return ex
+
+
+ALIVE_CODE = 'console.log("alive"); return 6 * 7;'
+
+
+def assert_alive(client: McpClient) -> None:
+    """The server still serves a normal execution after whatever just happened."""
+    ex = run_ts(client, ALIVE_CODE)
+    assert ex.success, "server did not recover: " + ex.describe()
+    assert ex.result == 42, ex.describe()
+    assert "alive" in ex.output, ex.describe()
+
+
+def tool_name(server: str, tool: str) -> str:
+    return f"mcp__{server}__{tool}"
+
+
+def store(tool: str) -> str:
+    return tool_name("Test-Store", tool)
+
+
+# --------------------------------------------------------------------------------------------
+# Raw JSON-RPC over stdio (exact byte sizes of `tools/list`)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RawToolsList:
+    pages: list[bytes]
+    tools: list[dict[str, Any]]
+
+    @property
+    def size(self) -> int:
+        return sum(len(p) for p in self.pages)
+
+
+def raw_stdio_tools_list(
+    command: list[str], env: dict[str, str] | None = None, cwd: str | Path | None = None, timeout: float = 60.0
+) -> RawToolsList:
+    """Start an MCP server over stdio, initialize, and return the raw bytes of its tools/list answer(s)."""
+    proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
+    lines: queue.Queue[bytes | None] = queue.Queue()
+
+    def reader() -> None:
+        assert proc.stdout
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+    deadline = time.monotonic() + timeout
+
+    def send(msg: dict[str, Any]) -> None:
+        assert proc.stdin
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+        proc.stdin.flush()
+
+    def wait_for(req_id: int) -> tuple[bytes, dict[str, Any]]:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{command[0]}: no answer to request {req_id}")
+            line = lines.get(timeout=remaining)
+            if line is None:
+                raise RuntimeError(f"{command[0]} closed stdout before answering request {req_id}")
+            line = line.rstrip(b"\r\n")
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if msg.get("id") == req_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{command[0]}: request {req_id} failed: {msg['error']}")
+                return line, msg
+
+    try:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "e2e-raw", "version": "0"},
+                },
+            }
+        )
+        wait_for(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pages: list[bytes] = []
+        tools: list[dict[str, Any]] = []
+        cursor = None
+        req = 2
+        while True:
+            params = {"cursor": cursor} if cursor else {}
+            send({"jsonrpc": "2.0", "id": req, "method": "tools/list", "params": params})
+            line, msg = wait_for(req)
+            pages.append(line)
+            tools.extend(msg["result"]["tools"])
+            cursor = msg["result"].get("nextCursor")
+            req += 1
+            if not cursor:
+                break
+        return RawToolsList(pages, tools)
+    finally:
+        with contextlib.suppress(Exception):
+            assert proc.stdin
+            proc.stdin.close()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
