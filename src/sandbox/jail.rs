@@ -2,14 +2,20 @@
 //! block and raw syscall of the project.
 //!
 //! Applied in the child, after the standard library has wired the protocol pipes to fds 0-2 and
-//! changed into the worker's empty working directory, before `exec` of the runtime:
-//! parent-death signal, `no_new_privs`, resource limits, and closing every other descriptor.
-//! The environment is cleared and the process group is set by the caller on the `Command`
-//! (`env_clear`, `process_group(0)`). Code here runs in a forked child of a multi-threaded
-//! process, so it must not allocate or take locks: only async-signal-safe libc calls.
+//! changed into the worker's empty working directory, before `exec` of the runtime, in order:
+//! parent-death signal, resource limits, every capability dropped, `no_new_privs`, the seccomp
+//! filters, and closing every other descriptor. The environment is cleared and the process group
+//! is set on the `Command` (`env_clear`, `process_group(0)`). The seccomp programs are compiled
+//! in the parent, before fork; the child only installs them.
 
+use std::collections::BTreeMap;
 use std::io;
+use std::sync::{Arc, OnceLock};
 
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
 use tokio::process::Command;
 
 /// Resource limits for a worker (soft = hard).
@@ -37,16 +43,18 @@ pub fn confine(cmd: &mut Command, policy: JailPolicy) {
     cmd.kill_on_drop(true);
     // SAFETY: getpid is always safe; it is read here, in the parent, before fork.
     let parent = unsafe { libc::getpid() };
-    // SAFETY: `enter` only makes async-signal-safe syscalls (prctl, setrlimit, getppid,
-    // close_range, _exit) on values captured by copy; it neither allocates nor locks, which is
-    // what `pre_exec` requires of code running between fork and exec.
+    let filters = filters();
+    // SAFETY: `enter` runs between fork and exec. It makes plain syscalls (prctl, setrlimit,
+    // getppid, capset, seccomp, close_range, _exit) on values prepared before the fork and moved
+    // in. The one library call that may allocate, `caps::clear`, is safe here because the
+    // child comes from glibc's fork(), which re-initialises malloc's locks in the child.
     unsafe {
-        cmd.pre_exec(move || enter(parent, policy));
+        cmd.pre_exec(move || enter(parent, policy, &filters));
     }
 }
 
-/// Runs in the forked child. Must stay async-signal-safe.
-fn enter(parent: libc::pid_t, policy: JailPolicy) -> io::Result<()> {
+/// Runs in the forked child.
+fn enter(parent: libc::pid_t, policy: JailPolicy, filters: &Filters) -> io::Result<()> {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory of ours.
     check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) })?;
     // The parent may have died between fork and prctl; then nobody would ever kill us.
@@ -55,14 +63,172 @@ fn enter(parent: libc::pid_t, policy: JailPolicy) -> io::Result<()> {
         // SAFETY: _exit ends the child immediately without running any destructor.
         unsafe { libc::_exit(1) };
     }
+    set_limit(libc::RLIMIT_CORE, 0)?;
+    set_limit(libc::RLIMIT_NOFILE, policy.max_open_files)?;
+    set_limit(libc::RLIMIT_CPU, policy.max_cpu_seconds)?;
+    drop_capabilities()?;
     // Once set, no exec can gain privileges (setuid bits, file capabilities); required before
     // an unprivileged process may install a seccomp filter.
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) touches no memory.
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
-    set_limit(libc::RLIMIT_CORE, 0)?;
-    set_limit(libc::RLIMIT_NOFILE, policy.max_open_files)?;
-    set_limit(libc::RLIMIT_CPU, policy.max_cpu_seconds)?;
+    for program in filters.iter() {
+        seccompiler::apply_filter(program).map_err(|e| io::Error::other(e.to_string()))?;
+    }
     close_inherited_fds()
+}
+
+/// Empties every capability set: bounding (when we may), ambient, inheritable, permitted and
+/// effective. A process without CAP_SETPCAP cannot shrink its bounding set, but it has no
+/// permitted capabilities either, and `no_new_privs` stops exec from granting any.
+fn drop_capabilities() -> io::Result<()> {
+    use caps::{CapSet, Capability};
+    let to_io = |e: caps::errors::CapsError| io::Error::other(e.to_string());
+    if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP).unwrap_or(false) {
+        caps::clear(None, CapSet::Bounding).map_err(to_io)?;
+    }
+    caps::clear(None, CapSet::Ambient).map_err(to_io)?;
+    caps::clear(None, CapSet::Inheritable).map_err(to_io)?;
+    caps::clear(None, CapSet::Permitted).map_err(to_io)?;
+    caps::clear(None, CapSet::Effective).map_err(to_io)
+}
+
+type Filters = Arc<Vec<BpfProgram>>;
+
+/// The compiled seccomp programs (built once per process).
+fn filters() -> Filters {
+    static FILTERS: OnceLock<Filters> = OnceLock::new();
+    FILTERS
+        .get_or_init(|| Arc::new(compile_filters().expect("the seccomp policy compiles")))
+        .clone()
+}
+
+/// Syscalls a worker never needs and that widen the kernel attack surface or reach outside the
+/// process. Each is refused with EPERM; everything else is allowed (Deno's own permission
+/// checks are the first line, this is the second).
+const DENIED: &[(i64, &str)] = &[
+    (libc::SYS_ptrace, "inspect or control other processes"),
+    (libc::SYS_process_vm_readv, "read another process's memory"),
+    (
+        libc::SYS_process_vm_writev,
+        "write another process's memory",
+    ),
+    (libc::SYS_mount, "change the filesystem view"),
+    (libc::SYS_umount2, "change the filesystem view"),
+    (libc::SYS_pivot_root, "change the root filesystem"),
+    (libc::SYS_chroot, "change the root directory"),
+    (
+        libc::SYS_unshare,
+        "create namespaces (a way around every other restriction)",
+    ),
+    (libc::SYS_setns, "enter other namespaces"),
+    (libc::SYS_bpf, "load eBPF programs into the kernel"),
+    (
+        libc::SYS_keyctl,
+        "kernel keyrings can hold other users' secrets",
+    ),
+    (libc::SYS_add_key, "kernel keyrings"),
+    (libc::SYS_request_key, "kernel keyrings"),
+    (
+        libc::SYS_perf_event_open,
+        "performance counters leak side channels and kernel data",
+    ),
+    (
+        libc::SYS_userfaultfd,
+        "a classic kernel exploitation primitive",
+    ),
+    (
+        libc::SYS_io_uring_setup,
+        "io_uring bypasses seccomp for the operations it submits",
+    ),
+    (libc::SYS_io_uring_enter, "io_uring"),
+    (libc::SYS_io_uring_register, "io_uring"),
+    (libc::SYS_init_module, "load kernel modules"),
+    (libc::SYS_finit_module, "load kernel modules"),
+    (libc::SYS_delete_module, "unload kernel modules"),
+    (libc::SYS_reboot, "reboot the machine"),
+    (libc::SYS_kexec_load, "replace the running kernel"),
+    (libc::SYS_kexec_file_load, "replace the running kernel"),
+    (libc::SYS_swapon, "change swap devices"),
+    (libc::SYS_swapoff, "change swap devices"),
+    (libc::SYS_acct, "process accounting writes host files"),
+    (libc::SYS_quotactl, "filesystem quotas"),
+    (
+        libc::SYS_name_to_handle_at,
+        "file handles bypass path-based checks",
+    ),
+    (
+        libc::SYS_open_by_handle_at,
+        "file handles bypass path-based checks (shocker)",
+    ),
+    (libc::SYS_iopl, "raw I/O port access"),
+    (libc::SYS_ioperm, "raw I/O port access"),
+    (libc::SYS_settimeofday, "change the system clock"),
+    (libc::SYS_clock_settime, "change the system clock"),
+    (libc::SYS_adjtimex, "change the system clock"),
+    (libc::SYS_personality, "personality flags can weaken ASLR"),
+    (
+        libc::SYS_fanotify_init,
+        "watch other processes' file activity",
+    ),
+    (libc::SYS_lookup_dcookie, "kernel debugging interface"),
+    (libc::SYS_vhangup, "hang up terminals"),
+];
+
+/// Namespace flags a `clone` must not carry (creating namespaces defeats the jail).
+const NAMESPACE_FLAGS: &[libc::c_int] = &[
+    libc::CLONE_NEWNS,
+    libc::CLONE_NEWUTS,
+    libc::CLONE_NEWIPC,
+    libc::CLONE_NEWUSER,
+    libc::CLONE_NEWPID,
+    libc::CLONE_NEWNET,
+    libc::CLONE_NEWCGROUP,
+];
+
+fn compile_filters() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
+    let arch = TargetArch::x86_64;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        DENIED.iter().map(|(nr, _why)| (*nr, Vec::new())).collect();
+    // Sockets: only AF_UNIX may be created (the runtime uses socketpair-style plumbing);
+    // internet, netlink, packet and every other family are refused. Deno's permissions already
+    // refuse network access; this holds even if they were bypassed.
+    rules.insert(
+        libc::SYS_socket,
+        vec![SeccompRule::new(vec![SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )?])?],
+    );
+    // clone with any namespace flag; plain thread and process clones stay allowed.
+    let clone_rules = NAMESPACE_FLAGS
+        .iter()
+        .map(|flag| {
+            SeccompRule::new(vec![SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(*flag as u64),
+                *flag as u64,
+            )?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+    let deny = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )?;
+    // clone3 passes its flags in memory, where seccomp cannot look: answer ENOSYS so that libc
+    // falls back to clone, whose flags the filter above does check.
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )?;
+    Ok(vec![deny.try_into()?, clone3.try_into()?])
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
