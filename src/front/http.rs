@@ -1,8 +1,8 @@
 //! Serving the MCP endpoint over streamable HTTP at `/mcp`.
 //!
 //! Binds 127.0.0.1 unless told otherwise. rmcp's transport checks the `Host` header against the
-//! allowed hosts (loopback names by default, which blocks DNS rebinding) and, when origins are
-//! configured, the `Origin` header.
+//! allowed hosts (loopback names by default, which blocks DNS rebinding) and the `Origin` header
+//! of browser requests against loopback origins (a foreign page gets 403).
 
 use std::net::SocketAddr;
 
@@ -27,8 +27,17 @@ pub async fn serve(
     if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         allowed_hosts.push(addr.ip().to_string());
     }
+    // Browsers send `Origin`; only pages served from this machine may talk to us (requests
+    // without an `Origin`, i.e. non-browser clients, are unaffected).
+    let allowed_origins = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
+        .with_allowed_origins(allowed_origins)
+        // Executions are stateless, so no MCP session is needed; plain JSON responses also
+        // spare clients an SSE event size limit (a full 1 MiB output is carried twice: in
+        // structuredContent and in the text block).
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
         .with_cancellation_token(shutdown.child_token());
     let service = StreamableHttpService::new(
         move || Ok(front.clone()),

@@ -291,6 +291,12 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         "data:application/javascript;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(RUNNER_JS)
     ));
+    // Script arguments (`Deno.args`): the language, and for Python where Pyodide lives, so the
+    // runner can load it before announcing `ready`.
+    args.push(language.as_str().to_string());
+    if language == Language::Python {
+        args.push(config.pyodide_dir.display().to_string());
+    }
     args
 }
 
@@ -402,9 +408,10 @@ impl OutputBuffer {
             if !text.ends_with('\n') {
                 text.push('\n');
             }
+            // The worker stops sending once over the limit, so only the limit is known here.
             text.push_str(&format!(
-                "[output truncated: {} more bytes dropped after the {}-byte limit]",
-                self.dropped, self.limit
+                "[output truncated: the output exceeded the {}-byte limit]",
+                self.limit
             ));
         }
         text

@@ -505,6 +505,7 @@ def store(tool: str) -> str:
 class RawToolsList:
     pages: list[bytes]
     tools: list[dict[str, Any]]
+    junk: list[bytes] = field(default_factory=list)  # stdout lines that were not JSON-RPC
 
     @property
     def size(self) -> int:
@@ -519,6 +520,7 @@ def raw_stdio_tools_list(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
     )
     lines: queue.Queue[bytes | None] = queue.Queue()
+    junk: list[bytes] = []
 
     def reader() -> None:
         assert proc.stdout
@@ -546,6 +548,10 @@ def raw_stdio_tools_list(
             try:
                 msg = json.loads(line)
             except json.JSONDecodeError:
+                junk.append(line)
+                continue
+            if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+                junk.append(line)
                 continue
             if msg.get("id") == req_id:
                 if "error" in msg:
@@ -581,7 +587,7 @@ def raw_stdio_tools_list(
             req += 1
             if not cursor:
                 break
-        return RawToolsList(pages, tools)
+        return RawToolsList(pages, tools, junk)
     finally:
         with contextlib.suppress(Exception):
             assert proc.stdin

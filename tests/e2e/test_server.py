@@ -73,6 +73,7 @@ def test_tools_list_wire_size(ce_binary, e2e_env) -> None:
     names = {t["name"] for t in raw.tools}
     assert OUR_TOOLS <= names
     assert raw.size < 2500, f"tools/list answer is {raw.size} bytes: {raw.pages[0][:3000]!r}"
+    assert raw.junk == [], f"non-JSON-RPC lines on the MCP stdout: {raw.junk[:5]!r}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -537,7 +538,10 @@ return { msg, tz: now.timezone };
     broken = servers["broken"]
     assert broken["state"] == "failed", broken
     assert broken["tools"] is None
-    assert broken["error"] and ("broken" in broken["error"] or "definitely-missing-binary" in broken["error"]), broken
+    # The row is already keyed by the server's name: its error must say what failed, naming the
+    # server or the command that cannot start.
+    assert broken["error"], broken
+    assert "broken" in broken["error"] or harness.MISSING_BINARY in broken["error"], broken
     for name in ("time", "Test-Store", "git"):
         assert servers[name]["state"] != "failed", servers[name]
     health = client.structured("health", {})

@@ -47,8 +47,10 @@ const exitPrivate = D.exit;
 const stdinReadable = D.stdin.readable;
 const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
 const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
-/** Command-line arguments after the module URL (a future mode hint, e.g. "python"). */
+/** Script arguments: the worker mode (`typescript`, the default, or `python`), then for python the Pyodide directory. */
 const launchArgs = [...D.args];
+/** Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads. */
+const processPrivate = globalThis.process;
 
 /** Deno's internal namespace: only used for console formatting helpers, removed from `Deno` below. */
 const denoInternalSymbol = ObjectGetOwnPropertySymbols(D).find((s) => s.description === "Deno.internal");
@@ -258,6 +260,11 @@ let groupIndent = "";
  * @param {string} text
  */
 function emitOutput(stream, text) {
+  if (!executeReceived) {
+    // Nothing may precede `ready`/`execute` on stdout (e.g. warnings while Pyodide loads).
+    if (text.length > 0) diag(`${stream} before execute: ${truncateUtf8(text, 4096)}`);
+    return;
+  }
   if (finished || outputClosed || text.length === 0) return;
   const remaining = outputLimit - outputSent;
   let bytes = utf8Length(text);
@@ -1315,14 +1322,13 @@ function onStdinClosed() {
  */
 
 /**
- * Language runtimes. `run` returns the user program's value or throws its error. A Python runtime
- * (Pyodide from a directory named in the execute message or the launch arguments) plugs in here;
- * `prepare` runs before `ready` when the launch arguments name the runtime.
+ * Language runtimes. `run` returns the user program's value or throws its error; `prepare` runs
+ * before `ready` when the launch arguments name the runtime.
  * @type {Record<string, {prepare?: () => Promise<void>, run: (ctx: ExecContext) => Promise<unknown>}>}
  */
 const RUNTIMES = {
   typescript: { run: runTypeScript },
-  python: { run: runPython },
+  python: { prepare: preparePython, run: runPython },
 };
 
 /** @param {ExecContext} ctx */
@@ -1346,13 +1352,255 @@ async function runTypeScript(ctx) {
   return await mod.default();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Python (Pyodide)
+// ---------------------------------------------------------------------------------------------
+
+/** Name of the user's code in Python tracebacks. */
+const PY_USER_FILE = "<user code>";
+
 /**
- * Placeholder until the Pyodide runtime lands (loaded from a directory the host names, with
- * `--allow-read` on it; `ready` must then wait for it via `prepare`).
- * @param {ExecContext} _ctx
+ * The in-sandbox Python API and the execution driver, run once in `prepare` as module `sandbox`
+ * (file `<sandbox>`; its frames and Pyodide's are cut from user tracebacks). `_sandbox_host.call`
+ * is `pyHostCall` below.
  */
-function runPython(_ctx) {
-  return PromiseCtor.reject(new Error("python is not supported by this worker"));
+const PY_PRELUDE = String.raw`
+import builtins, json, linecache, math, re, sys, traceback, types
+from collections.abc import Mapping
+from pyodide.code import eval_code_async
+from pyodide.ffi import JsException
+import _sandbox_host
+_F = "<user code>"
+_INTERNAL = re.compile(r"<sandbox>$|/lib/python[0-9.]*(?:\.zip)?/(?:_?pyodide|site-packages/_?pyodide)/")
+
+class ToolCallError(Exception):
+    "A tool call or lookup was refused or failed (the message is the host's)."
+
+async def _call(method, params):
+    try:
+        s = json.dumps(params, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"arguments must be JSON-serialisable ({e})") from None
+    try:
+        r = await _sandbox_host.call(method, s)
+    except JsException as e:
+        err = {"TypeError": TypeError, "RangeError": ValueError}.get(getattr(e, "name", ""), ToolCallError)
+        raise err(getattr(e, "message", str(e))) from None
+    return None if r is None else json.loads(r)
+
+def _str(v, what, fn):
+    if not isinstance(v, str) or not v:
+        raise TypeError(f"{fn}: {what} must be a non-empty string")
+    return v
+
+async def call_mcp_tool(name, tool=None, args=None, *, raw=False):
+    """call_mcp_tool("mcp__server__tool", args) or call_mcp_tool("server", "tool", args); raw=True: the untouched result."""
+    fn = "call_mcp_tool"
+    if isinstance(tool, str):
+        p = {"server": _str(name, "server name", fn), "tool": _str(tool, "tool name", fn)}
+    else:
+        if args is not None:
+            raise TypeError(f"{fn}: expected {fn}(name, args) or {fn}(server, tool, args)")
+        p = {"name": _str(name, "tool name", fn)}
+        args = tool
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise TypeError(f"{fn}: args must be a dict, not {type(args).__name__}")
+    p["args"] = dict(args)
+    if raw:
+        p["raw"] = True
+    return await _call("callTool", p)
+
+async def search_tools(query, server=None, limit=None):
+    "Tools matching a query: [{name, server, description}...]."
+    if not isinstance(query, str):
+        raise TypeError("search_tools: query must be a string")
+    p = {"query": query}
+    if server is not None:
+        p["server"] = _str(server, "server", "search_tools")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise TypeError("search_tools: limit must be a non-negative integer")
+        p["limit"] = limit
+    return await _call("searchTools", p)
+
+async def get_tool_schema(name):
+    "The input schema and description of a tool (qualified name mcp__server__tool)."
+    return await _call("getToolSchema", {"name": _str(name, "name", "get_tool_schema")})
+
+async def list_servers():
+    "The configured MCP servers."
+    return await _call("listServers", {})
+
+API = {"call_mcp_tool": call_mcp_tool, "search_tools": search_tools, "get_tool_schema": get_tool_schema,
+       "list_servers": list_servers, "ToolCallError": ToolCallError,
+       "callMCPTool": call_mcp_tool, "searchTools": search_tools, "getToolSchema": get_tool_schema,
+       "listServers": list_servers}
+
+def _jsonable(v, depth=0, seen=None):
+    "JSON-safe copy: dict/list/tuple/str/int/float/bool/None as such, anything else as repr."
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return int(v) if -2**53 < v < 2**53 else str(v)
+    if isinstance(v, float):
+        return float(v) if math.isfinite(v) else repr(v)
+    if isinstance(v, (dict, list, tuple)) and depth < 100:
+        seen = seen if seen is not None else set()
+        if id(v) not in seen:
+            seen.add(id(v))
+            try:
+                if isinstance(v, dict):
+                    return {k if isinstance(k, str) else _repr(k): _jsonable(x, depth + 1, seen) for k, x in v.items()}
+                return [_jsonable(x, depth + 1, seen) for x in v]
+            finally:
+                seen.discard(id(v))
+    return _repr(v)
+
+def _repr(v):
+    try:
+        return repr(v)
+    except BaseException:
+        return f"<{type(v).__name__} object>"
+
+def _trim(te, seen):
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    fs = list(te.stack)
+    first = next((i for i, f in enumerate(fs) if f.filename == _F), 0)
+    te.stack = traceback.StackSummary.from_list([f for f in fs[first:] if not _INTERNAL.search(f.filename or "")])
+    for t in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
+        _trim(t, seen)
+
+def _error(e):
+    try:
+        te = traceback.TracebackException.from_exception(e)
+        _trim(te, set())
+        stack = "".join(te.format()).rstrip("\n")
+    except BaseException as f:
+        stack = f"(traceback unavailable: {_repr(f)})"
+    try:
+        msg = str(e)
+    except BaseException:
+        msg = _repr(e)
+    return {"name": type(e).__name__, "message": msg, "stack": stack}
+
+def _flush():
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except BaseException:
+            pass
+
+async def run(code):
+    "Runs one user program in a fresh __main__; returns the outcome as JSON."
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    g = main.__dict__
+    g["__builtins__"] = builtins
+    g.update(API)
+    linecache.cache[_F] = (len(code), None, code.splitlines(True), _F)
+    try:
+        r = await eval_code_async(code, g, filename=_F)
+        out = {"ok": True} if r is None else {"ok": True, "value": _jsonable(r)}
+    except SystemExit as e:
+        c = e.code
+        if c is None or c == 0:
+            out = {"ok": True}
+        else:
+            out = {"ok": False, "error": {"name": "SystemExit", "message": f"the code called sys.exit({_repr(c)})"}}
+    except BaseException as e:
+        out = {"ok": False, "error": _error(e)}
+    finally:
+        _flush()
+    return json.dumps(out, ensure_ascii=False)
+
+for _s in (sys.stdout, sys.stderr):
+    try:
+        _s.reconfigure(line_buffering=True)
+    except BaseException:
+        pass
+`;
+
+/** @type {any} the Pyodide API, once loaded */
+let pyodide = null;
+/** @type {((code: string) => Promise<string>) | null} the prelude's `run` */
+let pyRun = null;
+
+/** Bridge for the prelude's `_call`: params and result travel as JSON text. */
+function pyHostCall(method, paramsJson) {
+  let params;
+  try {
+    params = JSONParse(String(paramsJson));
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+  return hostCall(String(method), params, pyHostCall).then((v) => (v === undefined ? undefined : JSONStringify(v)));
+}
+
+/** Writes Python's stdout/stderr bytes into the output messages (UTF-8 decoded across writes). */
+function pyWriter(stream) {
+  const decoder = new TextDecoder();
+  return {
+    isatty: false,
+    write(buf) {
+      emitOutput(stream, decoder.decode(buf, { stream: true }));
+      return buf.length;
+    },
+  };
+}
+
+/** Loads Pyodide from the directory named by the second launch argument (read-only access to it). */
+async function preparePython() {
+  let dir = launchArgs[1];
+  if (typeof dir !== "string" || !dir.startsWith("/")) {
+    throw new Error("python: the Pyodide directory must be given as an absolute path (second argument)");
+  }
+  if (!dir.endsWith("/")) dir += "/";
+  const url = new URL("file:///");
+  url.pathname = dir + "pyodide.mjs";
+  // Pyodide (and its Emscripten glue) choose their Node-compatible code paths by looking at
+  // `process` while loading; user code never sees it.
+  if (processPrivate !== undefined) defineGlobal("process", processPrivate);
+  try {
+    const { loadPyodide } = await import(url.href);
+    pyodide = await loadPyodide({
+      indexURL: dir,
+      // `_` would otherwise name the worker's real working directory.
+      env: { HOME: "/home/pyodide", _: undefined },
+      _sysExecutable: "/usr/bin/python3",
+      args: [],
+      stdin: () => null,
+      stdout: (s) => diag("python stdout while loading: " + s),
+      stderr: (s) => diag("python stderr while loading: " + s),
+    });
+  } finally {
+    tryDelete(globalThis, "process");
+  }
+  pyodide.setStdin({ stdin: () => null });
+  pyodide.setStdout(pyWriter("stdout"));
+  pyodide.setStderr(pyWriter("stderr"));
+  pyodide.registerJsModule("_sandbox_host", { call: pyHostCall });
+  const ns = pyodide.runPython(
+    "import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__",
+  );
+  pyodide.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
+  pyRun = ns.get("run");
+  ns.destroy();
+}
+
+/** @param {ExecContext} ctx */
+async function runPython(ctx) {
+  if (pyRun === null) throw new Error("python is not available: this worker was not started for python");
+  const out = JSONParse(await pyRun(ctx.code));
+  if (out.ok) return out.value;
+  const { name, message, stack } = out.error;
+  const err = new Error(message);
+  ObjectDefineProperty(err, "name", { value: name, writable: true, configurable: true });
+  ObjectDefineProperty(err, "stack", { value: stack, writable: true, configurable: true });
+  throw err;
 }
 
 /** @param {any} msg */
@@ -1511,11 +1759,11 @@ async function warmUp() {
 }
 
 async function main() {
+  const mode = launchArgs.length > 0 ? launchArgs[0] : "typescript";
+  const runtime = typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) ? RUNTIMES[mode] : undefined;
+  if (runtime === undefined) throw new Error(`unknown worker mode ${safeString(mode).slice(0, 64)}`);
   installEnvironment();
-  const mode = launchArgs[0];
-  if (typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) && RUNTIMES[mode].prepare) {
-    await RUNTIMES[mode].prepare();
-  }
+  if (runtime.prepare) await runtime.prepare();
   await warmUp();
   const reading = readLines(onLine);
   send({ type: "ready" });
