@@ -77,7 +77,10 @@ impl App {
             deno: runtimes.deno.clone(),
             pyodide_dir: runtimes.pyodide_dir.clone(),
             heap_limit_mb: settings.heap_limit_mb,
-            jail: JailPolicy::default(),
+            jail: JailPolicy {
+                max_data_bytes: settings.worker_memory_mb * 1024 * 1024,
+                ..JailPolicy::default()
+            },
         };
         let runtime_info = RuntimeInfo {
             deno: host::deno_version(&runtimes.deno).await.ok(),

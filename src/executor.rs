@@ -61,7 +61,8 @@ pub struct ToolCallStat {
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecutionCounters {
-    pub warm_workers: usize,
+    pub warm_typescript_workers: usize,
+    pub warm_python_workers: usize,
     pub running: usize,
     pub queued: usize,
     pub completed: u64,
@@ -72,6 +73,7 @@ pub struct Executor {
     settings: Arc<Settings>,
     worker: WorkerConfig,
     typescript: Arc<WorkerPool>,
+    python: Arc<WorkerPool>,
     upstream: Arc<UpstreamPool>,
     slots: Arc<Semaphore>,
     waiting: AtomicUsize,
@@ -88,13 +90,14 @@ impl Executor {
         upstream: Arc<UpstreamPool>,
         warm: bool,
     ) -> Self {
-        let size = if warm {
-            settings.pool_size_typescript
+        let (ts_size, py_size) = if warm {
+            (settings.pool_size_typescript, settings.pool_size_python)
         } else {
-            0
+            (0, 0)
         };
         Executor {
-            typescript: WorkerPool::start(worker.clone(), Language::Typescript, size),
+            typescript: WorkerPool::start(worker.clone(), Language::Typescript, ts_size),
+            python: WorkerPool::start(worker.clone(), Language::Python, py_size),
             slots: Arc::new(Semaphore::new(settings.max_concurrent_executions)),
             settings,
             worker,
@@ -116,7 +119,8 @@ impl Executor {
 
     pub fn counters(&self) -> ExecutionCounters {
         ExecutionCounters {
-            warm_workers: self.typescript.ready_count(),
+            warm_typescript_workers: self.typescript.ready_count(),
+            warm_python_workers: self.python.ready_count(),
             running: self.running.load(Ordering::Relaxed),
             queued: self.waiting.load(Ordering::Relaxed),
             completed: self.completed.load(Ordering::Relaxed),
@@ -173,7 +177,7 @@ impl Executor {
         });
         let pool = match request.language {
             Language::Typescript => &self.typescript,
-            Language::Python => return fail("Python is not available yet".into()),
+            Language::Python => &self.python,
         };
         let worker = match pool.take().await {
             Ok(worker) => worker,

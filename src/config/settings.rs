@@ -37,12 +37,17 @@ pub struct RawSettings {
     pub output_limit_bytes: Option<usize>,
     /// V8 heap limit of a worker, in MiB. Default 256.
     pub heap_limit_mb: Option<u32>,
+    /// Writable memory a worker may map (RLIMIT_DATA), in MiB: V8 heap, buffers, WebAssembly.
+    /// Default 1536; must leave room above `heap_limit_mb` for the runtime itself.
+    pub worker_memory_mb: Option<u64>,
     /// Executions running at once; further ones wait in the queue. Default 4.
     pub max_concurrent_executions: Option<usize>,
     /// Executions allowed to wait for a slot; beyond that a call is refused as busy. Default 32.
     pub max_queued_executions: Option<usize>,
     /// Pre-started TypeScript workers kept ready (each used once). 0 disables. Default 2.
     pub pool_size_typescript: Option<usize>,
+    /// Pre-started Python (Pyodide loaded) workers kept ready. 0 disables. Default 1.
+    pub pool_size_python: Option<usize>,
     /// Largest `code` accepted, in bytes. Default 1 MiB.
     pub max_code_bytes: Option<usize>,
     /// Tool calls one execution may make. Default 1000.
@@ -62,9 +67,11 @@ pub struct Settings {
     pub max_timeout: Duration,
     pub output_limit_bytes: usize,
     pub heap_limit_mb: u32,
+    pub worker_memory_mb: u64,
     pub max_concurrent_executions: usize,
     pub max_queued_executions: usize,
     pub pool_size_typescript: usize,
+    pub pool_size_python: usize,
     pub max_code_bytes: usize,
     pub max_tool_calls_per_execution: u32,
     pub tool_call_timeout: Duration,
@@ -120,9 +127,11 @@ impl Settings {
             max_timeout: Duration::from_millis(raw.max_timeout_ms.unwrap_or(300_000)),
             output_limit_bytes: raw.output_limit_bytes.unwrap_or(1024 * 1024),
             heap_limit_mb: raw.heap_limit_mb.unwrap_or(256),
+            worker_memory_mb: raw.worker_memory_mb.unwrap_or(1536),
             max_concurrent_executions: raw.max_concurrent_executions.unwrap_or(4),
             max_queued_executions: raw.max_queued_executions.unwrap_or(32),
             pool_size_typescript: raw.pool_size_typescript.unwrap_or(2),
+            pool_size_python: raw.pool_size_python.unwrap_or(1),
             max_code_bytes: raw.max_code_bytes.unwrap_or(1024 * 1024),
             max_tool_calls_per_execution: raw.max_tool_calls_per_execution.unwrap_or(1000),
             tool_call_timeout: Duration::from_millis(raw.tool_call_timeout_ms.unwrap_or(60_000)),
@@ -152,8 +161,17 @@ impl Settings {
         if !(32..=16_384).contains(&self.heap_limit_mb) {
             return invalid("heap_limit_mb", "must be between 32 and 16384");
         }
+        if self.worker_memory_mb < u64::from(self.heap_limit_mb) + 768 {
+            return invalid(
+                "worker_memory_mb",
+                "must be at least heap_limit_mb + 768 (the runtime reserves that much)",
+            );
+        }
         if self.pool_size_typescript > 64 {
             return invalid("pool_size_typescript", "must be at most 64");
+        }
+        if self.pool_size_python > 16 {
+            return invalid("pool_size_python", "must be at most 16");
         }
         if self.max_concurrent_executions == 0 {
             return invalid("max_concurrent_executions", "must be at least 1");

@@ -23,7 +23,7 @@ use crate::directory;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
 use crate::sandbox::proto::Language;
 
-const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript with allowedTools listing what the code may call. Only what the code prints or returns comes back.";
+const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back.";
 
 /// Versions of the sandbox runtimes, for `health`.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -84,12 +84,17 @@ impl Front {
     /// Dispatches one tool call; the error string becomes an `isError` result.
     pub async fn dispatch(&self, name: &str, args: Value) -> Result<CallToolResult, String> {
         match name {
-            tools::EXECUTE_TYPESCRIPT => {
+            tools::EXECUTE_TYPESCRIPT | tools::EXECUTE_PYTHON => {
                 let a: ExecuteArgs = parse(name, args)?;
+                let language = if name == tools::EXECUTE_PYTHON {
+                    Language::Python
+                } else {
+                    Language::Typescript
+                };
                 let report = self
                     .executor
                     .execute(ExecutionRequest {
-                        language: Language::Typescript,
+                        language,
                         code: a.code,
                         allowed_tools: a.allowed_tools,
                         timeout_ms: a.timeout_ms,
@@ -177,7 +182,7 @@ impl Front {
                 structured(&health, text)
             }
             other => Err(format!(
-                "unknown tool `{other}`; available: executeTypescript, searchTools, getToolSchema, listServers, health"
+                "unknown tool `{other}`; available: executeTypescript, executePython, searchTools, getToolSchema, listServers, health"
             )),
         }
     }

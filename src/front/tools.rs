@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{JsonObject, Tool};
 use serde_json::{Value, json};
 
 pub const EXECUTE_TYPESCRIPT: &str = "executeTypescript";
+pub const EXECUTE_PYTHON: &str = "executePython";
 pub const SEARCH_TOOLS: &str = "searchTools";
 pub const GET_TOOL_SCHEMA: &str = "getToolSchema";
 pub const LIST_SERVERS: &str = "listServers";
@@ -24,8 +25,24 @@ fn tool(name: &'static str, description: &'static str, input: Value, output: Val
     Tool::new(name, description, object(input)).with_raw_output_schema(object(output))
 }
 
-fn read_only(tool: Tool) -> Tool {
-    tool.annotate(ToolAnnotations::new().read_only(true))
+fn execute_input() -> Value {
+    json!({"type": "object", "properties": {
+        "code": {"type": "string"},
+        "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "Tools the code may call (names or * globs); default none"},
+        "timeoutMs": {"type": "integer"}
+    }, "required": ["code"]})
+}
+
+fn execute_output() -> Value {
+    json!({"type": "object", "properties": {
+        "success": {"type": "boolean"},
+        "output": {"type": "string"},
+        "error": {"type": ["string", "null"]},
+        "result": {},
+        "executionTimeMs": {"type": "number"},
+        "toolCallsMade": {"type": "array"},
+        "toolCallSummary": {"type": "array"}
+    }, "required": ["success", "output"]})
 }
 
 /// Every tool, in the order listed.
@@ -34,49 +51,43 @@ pub fn all() -> Vec<Tool> {
         tool(
             EXECUTE_TYPESCRIPT,
             "Run TypeScript in a fresh sandbox (no files, network or env). Inside: await callMCPTool('mcp__server__tool', args), searchTools(q), getToolSchema(name). Returns console output and the returned or last value.",
-            json!({"type": "object", "properties": {
-                "code": {"type": "string"},
-                "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "Tools the code may call (exact or * globs); default none"},
-                "timeoutMs": {"type": "integer"}
-            }, "required": ["code"]}),
-            json!({"type": "object", "properties": {
-                "success": {"type": "boolean"},
-                "output": {"type": "string"},
-                "error": {"type": ["string", "null"]},
-                "result": {},
-                "executionTimeMs": {"type": "number"},
-                "toolCallsMade": {"type": "array"},
-                "toolCallSummary": {"type": "array"}
-            }, "required": ["success", "output"]}),
+            execute_input(),
+            execute_output(),
         ),
-        read_only(tool(
+        tool(
+            EXECUTE_PYTHON,
+            "Same, in Python 3.14: await call_mcp_tool('mcp__server__tool', args), search_tools(q), get_tool_schema(name); print output and the last value return.",
+            execute_input(),
+            execute_output(),
+        ),
+        tool(
             SEARCH_TOOLS,
-            "Find downstream tools by keywords; returns names with one-line descriptions.",
+            "Find downstream tools by keywords.",
             json!({"type": "object", "properties": {
                 "query": {"type": "string"},
                 "server": {"type": "string"},
                 "limit": {"type": "integer"}
             }, "required": ["query"]}),
-            json!({"type": "object", "properties": {"matches": {"type": "array"}}, "required": ["matches"]}),
-        )),
-        read_only(tool(
+            json!({"type": "object", "properties": {"matches": {"type": "array"}}}),
+        ),
+        tool(
             GET_TOOL_SCHEMA,
-            "A tool's input/output schema and TypeScript signature, by name (mcp__server__tool).",
+            "A tool's schemas and TypeScript signature, by name (mcp__server__tool).",
             json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-            json!({"type": "object", "properties": {"inputSchema": {"type": "object"}, "signature": {"type": "string"}}, "required": ["inputSchema"]}),
-        )),
-        read_only(tool(
+            json!({"type": "object"}),
+        ),
+        tool(
             LIST_SERVERS,
             "Configured MCP servers and their state.",
-            json!({"type": "object", "properties": {}}),
-            json!({"type": "object", "properties": {"servers": {"type": "array"}}, "required": ["servers"]}),
-        )),
-        read_only(tool(
+            json!({"type": "object"}),
+            json!({"type": "object"}),
+        ),
+        tool(
             HEALTH,
-            "Server health: runtimes, servers, executions.",
-            json!({"type": "object", "properties": {}}),
-            json!({"type": "object", "properties": {"status": {"type": "string"}}, "required": ["status"]}),
-        )),
+            "Server health.",
+            json!({"type": "object"}),
+            json!({"type": "object"}),
+        ),
     ]
 }
 
@@ -90,6 +101,7 @@ mod tests {
         let size = serde_json::to_string(&json!({"tools": tools}))
             .unwrap()
             .len();
+        println!("tools/list is {size} bytes");
         assert!(size < 2500, "tools/list is {size} bytes");
         assert!(tools.iter().all(|t| t.output_schema.is_some()));
     }

@@ -25,6 +25,9 @@ pub struct JailPolicy {
     pub max_open_files: u64,
     /// RLIMIT_CPU in seconds: a backstop behind the host's wall-clock deadline.
     pub max_cpu_seconds: u64,
+    /// RLIMIT_DATA in bytes: caps the writable memory a worker can map (V8 heap, ArrayBuffers,
+    /// WebAssembly memory), so a memory bomb fails inside the worker instead of on the host.
+    pub max_data_bytes: u64,
 }
 
 impl Default for JailPolicy {
@@ -32,6 +35,7 @@ impl Default for JailPolicy {
         JailPolicy {
             max_open_files: 256,
             max_cpu_seconds: 600,
+            max_data_bytes: 1536 * 1024 * 1024,
         }
     }
 }
@@ -66,6 +70,7 @@ fn enter(parent: libc::pid_t, policy: JailPolicy, filters: &Filters) -> io::Resu
     set_limit(libc::RLIMIT_CORE, 0)?;
     set_limit(libc::RLIMIT_NOFILE, policy.max_open_files)?;
     set_limit(libc::RLIMIT_CPU, policy.max_cpu_seconds)?;
+    set_limit(libc::RLIMIT_DATA, policy.max_data_bytes)?;
     drop_capabilities()?;
     // Once set, no exec can gain privileges (setuid bits, file capabilities); required before
     // an unprivileged process may install a seccomp filter.

@@ -1368,13 +1368,14 @@ const PY_PRELUDE = String.raw`
 import builtins, json, linecache, math, re, sys, traceback, types
 from collections.abc import Mapping
 from pyodide.code import eval_code_async
-from pyodide.ffi import JsException
+from pyodide.ffi import JsException, JsProxy
 import _sandbox_host
 _F = "<user code>"
 _INTERNAL = re.compile(r"<sandbox>$|/lib/python[0-9.]*(?:\.zip)?/(?:_?pyodide|site-packages/_?pyodide)/")
 
 class ToolCallError(Exception):
     "A tool call or lookup was refused or failed (the message is the host's)."
+ToolCallError.__module__ = "builtins"
 
 async def _call(method, params):
     try:
@@ -1446,6 +1447,13 @@ def _jsonable(v, depth=0, seen=None):
         return int(v) if -2**53 < v < 2**53 else str(v)
     if isinstance(v, float):
         return float(v) if math.isfinite(v) else repr(v)
+    if isinstance(v, JsProxy) and depth < 100:
+        try:
+            w = v.to_py()
+        except BaseException:
+            w = v
+        if not isinstance(w, JsProxy):
+            return _jsonable(w, depth + 1, seen)
     if isinstance(v, (dict, list, tuple)) and depth < 100:
         seen = seen if seen is not None else set()
         if id(v) not in seen:
@@ -1476,7 +1484,7 @@ def _trim(te, seen):
 
 def _error(e):
     try:
-        te = traceback.TracebackException.from_exception(e)
+        te = traceback.TracebackException.from_exception(e, limit=-300)
         _trim(te, set())
         stack = "".join(te.format()).rstrip("\n")
     except BaseException as f:
@@ -1522,6 +1530,15 @@ for _s in (sys.stdout, sys.stderr):
         _s.reconfigure(line_buffering=True)
     except BaseException:
         pass
+
+# Emscripten would run these through Node APIs the worker may not use (a fatal error for Pyodide).
+def _system(command):
+    raise OSError(38, "processes are not available in the sandbox")
+def _exit(status):
+    raise SystemExit(status)
+import os, posix
+os.system = posix.system = _system
+os._exit = posix._exit = _exit
 `;
 
 /** @type {any} the Pyodide API, once loaded */
@@ -1577,7 +1594,8 @@ async function preparePython() {
       stderr: (s) => diag("python stderr while loading: " + s),
     });
   } finally {
-    tryDelete(globalThis, "process");
+    // Emscripten still reads `process` for getuid/umask/exit codes: a stand-in with nothing of the host.
+    defineGlobal("process", { getuid: () => 0, umask: () => 0o022, exitCode: undefined });
   }
   pyodide.setStdin({ stdin: () => null });
   pyodide.setStdout(pyWriter("stdout"));
@@ -1594,7 +1612,18 @@ async function preparePython() {
 /** @param {ExecContext} ctx */
 async function runPython(ctx) {
   if (pyRun === null) throw new Error("python is not available: this worker was not started for python");
-  const out = JSONParse(await pyRun(ctx.code));
+  let result;
+  try {
+    result = await pyRun(ctx.code);
+  } catch (e) {
+    // `run` catches every Python exception: this is a Pyodide fatal error (JS stack exhausted by
+    // deep C recursion, abort, a signal...). Its JS stack says nothing useful to the user.
+    const crash = new Error(`the Python runtime crashed: ${safeString(e?.name ?? "Error")}: ${safeString(e?.message ?? e)}`);
+    crash.name = "FatalError";
+    crash.stack = undefined;
+    throw crash;
+  }
+  const out = JSONParse(result);
   if (out.ok) return out.value;
   const { name, message, stack } = out.error;
   const err = new Error(message);
