@@ -5,11 +5,12 @@ use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use tokio::io::AsyncBufReadExt;
 
 use crate::config::discovery::{ServerSpec, Transport};
@@ -96,12 +97,46 @@ impl Connection {
     }
 }
 
-/// Starts (stdio) or opens (HTTP) the server and runs the MCP handshake.
+/// Starts (stdio) or opens (HTTP) the server and runs the MCP handshake: protocol 2026-07-28
+/// first (`server/discover`), falling back to the `initialize` handshake (2025-11-25 and
+/// earlier) when the server does not know `server/discover`, or knows it but supports only
+/// handshake versions (then on a fresh connection).
 pub async fn connect(
     spec: &ServerSpec,
     tools: ToolCache,
     stderr_tail: StderrTail,
 ) -> Result<Connection, String> {
+    let auto = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    };
+    match connect_with(spec, tools.clone(), stderr_tail.clone(), auto).await {
+        Err(ConnectError::Handshake(ClientInitializeError::NoCompatibleProtocolVersion {
+            ..
+        })) => {
+            tracing::debug!(server = %spec.name, "server offers only handshake versions; retrying with initialize");
+            connect_with(spec, tools, stderr_tail, ClientLifecycleMode::Initialize)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        other => other.map_err(|e| e.to_string()),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    #[error("{0}")]
+    Setup(String),
+    #[error("{0}")]
+    Handshake(#[from] ClientInitializeError),
+}
+
+async fn connect_with(
+    spec: &ServerSpec,
+    tools: ToolCache,
+    stderr_tail: StderrTail,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Connection, ConnectError> {
     let handler = UpstreamHandler {
         server: spec.name.clone(),
         tools,
@@ -122,7 +157,7 @@ pub async fn connect(
             let (transport, stderr) = TokioChildProcess::builder(cmd)
                 .stderr(Stdio::piped())
                 .spawn()
-                .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+                .map_err(|e| ConnectError::Setup(format!("cannot run `{command}`: {e}")))?;
             if let Some(stderr) = stderr {
                 let server = spec.name.clone();
                 tokio::spawn(async move {
@@ -133,23 +168,23 @@ pub async fn connect(
                     }
                 });
             }
-            handler.serve(transport).await.map_err(|e| e.to_string())?
+            handler.serve_with_lifecycle(transport, lifecycle).await?
         }
         Transport::Http { url, headers } => {
             let mut custom = HashMap::new();
             for (name, value) in headers {
                 let name = name
                     .parse()
-                    .map_err(|_| format!("invalid header name `{name}`"))?;
-                let value = value
-                    .parse()
-                    .map_err(|_| format!("invalid value for header `{name}`"))?;
+                    .map_err(|_| ConnectError::Setup(format!("invalid header name `{name}`")))?;
+                let value = value.parse().map_err(|_| {
+                    ConnectError::Setup(format!("invalid value for header `{name}`"))
+                })?;
                 custom.insert(name, value);
             }
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::from_config(config);
-            handler.serve(transport).await.map_err(|e| e.to_string())?
+            handler.serve_with_lifecycle(transport, lifecycle).await?
         }
     };
     Ok(Connection { service })

@@ -50,8 +50,15 @@ def ce_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return b
 
 
-def start_client(transport: str, root: Path, servers: tuple[str, ...] = harness.ALL_SERVERS) -> McpClient:
-    e2e = E2EEnv(root, servers=servers)
+def start_client(
+    transport: str,
+    root: Path,
+    servers: tuple[str, ...] = harness.ALL_SERVERS,
+    extra_env: dict[str, str] | None = None,
+) -> McpClient:
+    """Start one code-executor server (its settings overridable through `extra_env`, e.g.
+    `{"CODE_EXECUTOR_HEAP_LIMIT_MB": "128"}`) and connect to it."""
+    e2e = E2EEnv(root, servers=servers, extra_env=dict(extra_env or {}))
     client = McpClient(transport, e2e, root / f"code-executor-{transport}.log")
     try:
         client.start()
@@ -72,6 +79,47 @@ def client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     c.close()
 
 
+@pytest.fixture(scope="module")
+def stdio_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, ce_binary: Path):
+    """One code-executor server per test module over stdio only, with all four downstream servers.
+    A module may set `SERVER_ENV = {...}` to start it with other settings."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    root = tmp_path_factory.mktemp(f"{name}-stdio")
+    c = start_client("stdio", root, extra_env=getattr(request.module, "SERVER_ENV", None))
+    yield c
+    c.close()
+
+
+class ServerFactory:
+    """Starts extra servers with their own settings inside one test; all are closed after it."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.clients: list[McpClient] = []
+
+    def __call__(
+        self,
+        extra_env: dict[str, str] | None = None,
+        servers: tuple[str, ...] = ("time", "Test-Store"),
+        transport: str = "stdio",
+    ) -> McpClient:
+        c = start_client(transport, self.tmp_path_factory.mktemp("server"), servers, extra_env)
+        self.clients.append(c)
+        return c
+
+    def close(self) -> None:
+        for c in self.clients:
+            c.close()
+
+
+@pytest.fixture
+def start_server(tmp_path_factory: pytest.TempPathFactory, ce_binary: Path):
+    """`start_server(extra_env)`: a code-executor server with other settings, for one test."""
+    factory = ServerFactory(tmp_path_factory)
+    yield factory
+    factory.close()
+
+
 @pytest.fixture
 def e2e_env(tmp_path: Path) -> E2EEnv:
     """A fresh isolated environment with all four downstream servers configured (for CLI tests)."""
@@ -89,8 +137,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     if report.when == "call" and report.failed:
+        seen: set[int] = set()
         for name, value in getattr(item, "funcargs", {}).items():
-            if isinstance(value, McpClient):
-                report.sections.append(
-                    (f"code-executor log ({name}, {value.transport}) tail", value.log_tail(4000))
-                )
+            clients = value.clients if isinstance(value, ServerFactory) else [value]
+            for i, c in enumerate(clients):
+                if isinstance(c, McpClient) and id(c) not in seen:
+                    seen.add(id(c))
+                    label = name if isinstance(value, McpClient) else f"{name}[{i}]"
+                    report.sections.append((f"code-executor log ({label}, {c.transport}) tail", c.log_tail(4000)))

@@ -4,7 +4,10 @@
 - `McpClient`: a synchronous wrapper over the official MCP Python SDK client (stdio or streamable HTTP),
   running the async SDK in a background event loop (anyio blocking portal), so tests stay plain functions
   and one server process can be shared by a whole module.
-- `run_ts` / `Exec`: call `executeTypescript` and check the contract invariants of its result.
+- `run_ts` / `run_py` / `Exec`: call `executeTypescript` / `executePython` and check the contract invariants
+  of the result.
+- `Trap`: a loopback TCP listener that counts the connections the sandbox manages to open.
+- `server_children` / `proc_memory`: the worker processes of a server and their memory, from /proc.
 - `raw_stdio_tools_list`: speak raw JSON-RPC over stdio to measure the exact `tools/list` answer size.
 
 Paths: the binary comes from `CODE_EXECUTOR_BIN` (default `<repo>/target/release/code-executor`), the
@@ -17,6 +20,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import secrets
 import shutil
 import socket
@@ -43,8 +47,9 @@ STORE_SERVER = SERVERS_DIR / "store_server.py"
 # The venv's bin dir (not resolved: a venv's python is a symlink to the base interpreter).
 VENV_BIN = Path(sys.executable).parent
 
-OUR_TOOLS = {"executeTypescript", "searchTools", "getToolSchema", "listServers", "health"}
-OPTIONAL_TOOLS = {"executePython"}
+OUR_TOOLS = {"executeTypescript", "executePython", "searchTools", "getToolSchema", "listServers", "health"}
+# The tools that run code; they share one result shape.
+EXEC_TOOLS = ("executeTypescript", "executePython")
 
 MISSING_BINARY = "/nonexistent/definitely-missing-binary"
 
@@ -141,6 +146,8 @@ class E2EEnv:
     home: Path = field(init=False)
     project: Path = field(init=False)
     config_path: Path = field(init=False)
+    # Extra environment of the code-executor process, e.g. {"CODE_EXECUTOR_HEAP_LIMIT_MB": "128"}.
+    extra_env: dict[str, str] = field(default_factory=dict)
     git_repo: Path = field(init=False)
     canary: str = field(init=False)
 
@@ -185,6 +192,7 @@ class E2EEnv:
         for passthrough in ("CODE_EXECUTOR_RUNTIME_MIRROR", "RUST_LOG", "RUST_BACKTRACE", "LANG"):
             if os.environ.get(passthrough):
                 env[passthrough] = os.environ[passthrough]
+        env.update(self.extra_env)
         return env
 
 
@@ -363,7 +371,7 @@ class McpClient:
             return
         texts = [c for c in result.content if isinstance(c, TextContent)]
         assert texts, f"{name}: result has no text block: {dump(result)}"
-        if result.is_error and name != "executeTypescript":
+        if result.is_error and name not in EXEC_TOOLS:
             return  # a failed search/schema lookup may carry only its message
         sc = result.structured_content
         assert isinstance(sc, dict), f"{name}: no structuredContent: {dump(result)}"
@@ -373,6 +381,32 @@ class McpClient:
                 jsonschema.validate(sc, schema)
             except jsonschema.ValidationError as e:  # pragma: no cover - reported as a failure
                 raise AssertionError(f"{name}: structuredContent does not match outputSchema: {e.message}\n{dump(result)}")
+
+    async def acall(self, name: str, args: dict[str, Any] | None = None, timeout: float | None = None) -> CallToolResult:
+        """One tool call, awaited on the client's event loop (inside `run_async`); checked like `call`."""
+        result = await self._call_async(name, args or {}, timeout)
+        self.check_result(name, result)
+        return result
+
+    def run_async(self, fn: Any, *args: Any) -> Any:
+        """Run `await fn(*args)` on the client's event loop, for tests that need their own concurrency
+        (e.g. a second call started while a first one is running); use `acall` inside."""
+        return self._portal.call(fn, *args)
+
+    @property
+    def server_pid(self) -> int | None:
+        """The pid of the code-executor process (stdio: the child of this process running the binary)."""
+        if self.proc is not None:
+            return self.proc.pid
+        wanted = str(binary())
+        for pid in child_pids(os.getpid()):
+            try:
+                argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode()
+            except OSError:
+                continue
+            if argv0 == wanted:
+                return pid
+        return None
 
     def structured(self, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         result = self.call(name, args)
@@ -399,6 +433,7 @@ class Exec:
     raw: CallToolResult
     sc: dict[str, Any]
     elapsed: float
+    tool: str = "executeTypescript"
 
     @property
     def success(self) -> bool:
@@ -440,29 +475,36 @@ class Exec:
         sc = dict(self.sc)
         if isinstance(sc.get("output"), str) and len(sc["output"]) > 2000:
             sc["output"] = sc["output"][:2000] + f"... ({len(self.sc['output'])} chars)"
-        return f"executeTypescript result ({self.elapsed:.2f}s): " + json.dumps(sc, indent=1, default=str)[:6000]
+        return f"{self.tool} result ({self.elapsed:.2f}s): " + json.dumps(sc, indent=1, default=str)[:6000]
 
 
-def run_ts(
+def run_code(
     client: McpClient,
+    tool: str,
     code: str,
     allowed: list[str] | None = None,
     timeout_ms: int | None = None,
     call_timeout: float | None = None,
 ) -> Exec:
+    """Call `executeTypescript` or `executePython` and check the invariants of the result."""
+    assert tool in EXEC_TOOLS, tool
     args: dict[str, Any] = {"code": code}
     if allowed is not None:
         args["allowedTools"] = allowed
     if timeout_ms is not None:
         args["timeoutMs"] = timeout_ms
     t0 = time.monotonic()
-    raw = client.call("executeTypescript", args, timeout=call_timeout)
+    raw = client.call(tool, args, timeout=call_timeout)
     elapsed = time.monotonic() - t0
+    return check_exec(tool, raw, elapsed)
+
+
+def check_exec(tool: str, raw: CallToolResult, elapsed: float) -> Exec:
     sc = raw.structured_content
-    assert isinstance(sc, dict), f"executeTypescript returned no structuredContent: {dump(raw)}"
+    assert isinstance(sc, dict), f"{tool} returned no structuredContent: {dump(raw)}"
     for key in ("success", "output", "error", "executionTimeMs", "toolCallsMade", "toolCallSummary"):
-        assert key in sc, f"executeTypescript result lacks {key!r}: {dump(raw)}"
-    ex = Exec(raw, sc, elapsed)
+        assert key in sc, f"{tool} result lacks {key!r}: {dump(raw)}"
+    ex = Exec(raw, sc, elapsed, tool)
     assert bool(raw.is_error) == (not ex.success), f"isError must be true exactly when success is false: {dump(raw)}"
     if ex.success:
         assert ex.error is None, ex.describe()
@@ -471,8 +513,22 @@ def run_ts(
     return ex
 
 
+def run_ts(client: McpClient, code: str, **kw: Any) -> Exec:
+    return run_code(client, "executeTypescript", code, **kw)
+
+
+def run_py(client: McpClient, code: str, **kw: Any) -> Exec:
+    return run_code(client, "executePython", code, **kw)
+
+
 def ok(client: McpClient, code: str, **kw: Any) -> Exec:
     ex = run_ts(client, code, **kw)
+    assert ex.success, ex.describe()
+    return ex
+
+
+def ok_py(client: McpClient, code: str, **kw: Any) -> Exec:
+    ex = run_py(client, code, **kw)
     assert ex.success, ex.describe()
     return ex
 
@@ -486,6 +542,37 @@ def assert_alive(client: McpClient) -> None:
     assert ex.success, "server did not recover: " + ex.describe()
     assert ex.result == 42, ex.describe()
     assert "alive" in ex.output, ex.describe()
+
+
+ALIVE_PY = 'print("alive")\n6 * 7'
+
+
+def assert_alive_py(client: McpClient) -> None:
+    """The server still serves a normal Python execution (a fresh Python worker) after whatever just happened."""
+    ex = run_py(client, ALIVE_PY)
+    assert ex.success, "server did not recover (python): " + ex.describe()
+    assert ex.result == 42, ex.describe()
+    assert "alive" in ex.output, ex.describe()
+
+
+def assert_alive_both(client: McpClient) -> None:
+    assert_alive(client)
+    assert_alive_py(client)
+
+
+def wait_for_warm_workers(client: McpClient, key: str = "warmPythonWorkers", timeout: float = 60.0) -> bool:
+    """Wait until `health` reports a ready pooled worker (`executions.<key>` >= 1), so that a timed
+    execution does not also measure a worker's start (Pyodide takes seconds to load). Returns False
+    (without failing) if the server does not report the counter or the pool stays empty."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counters = client.structured("health", {}).get("executions", {})
+        if key not in counters:
+            return False
+        if counters[key] >= 1:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -601,3 +688,107 @@ def raw_stdio_tools_list(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+# --------------------------------------------------------------------------------------------
+# A loopback trap for network escapes
+# --------------------------------------------------------------------------------------------
+
+PASSWD_RE = re.compile(r"root:[^:\n]*:0:0:")
+# What the trap listener answers; it never appears in any code we send, so seeing it means a leak.
+TRAP_TOKEN = "trapped-" + secrets.token_hex(16)
+
+
+class Trap:
+    """A loopback TCP listener that records every connection the sandbox manages to open."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (TimeoutError, socket.timeout):
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            try:
+                body = TRAP_TOKEN.encode()
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+                )
+            except OSError:
+                pass
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.sock.close()
+        self._thread.join(2)
+
+
+# --------------------------------------------------------------------------------------------
+# Processes and their memory, from /proc
+# --------------------------------------------------------------------------------------------
+
+
+def child_pids(pid: int) -> list[int]:
+    """The direct children of a process: /proc/<pid>/task/*/children, else a scan of /proc."""
+    found: set[int] = set()
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found.update(int(x) for x in (task / "children").read_text().split())
+        return sorted(found)
+    except OSError:
+        pass
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+    return sorted(found)
+
+
+def proc_cmdline(pid: int) -> list[str]:
+    try:
+        return [a.decode("utf-8", "replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def proc_memory(pid: int) -> dict[str, int]:
+    """VmHWM (peak RSS) and VmRSS of a process, in KiB (empty if it is gone)."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS"):
+                out[key] = int(value.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def sandbox_workers(server_pid: int) -> dict[str, list[int]]:
+    """The server's Deno worker processes by kind ("python" / "typescript"); downstream servers are skipped."""
+    kinds: dict[str, list[int]] = {"python": [], "typescript": []}
+    for pid in child_pids(server_pid):
+        argv = proc_cmdline(pid)
+        if not argv or Path(argv[0]).name != "deno":
+            continue
+        kinds["python" if "python" in argv else "typescript"].append(pid)
+    return kinds

@@ -8,60 +8,16 @@ listener we own, and a normal execution right after succeeds. Exact error messag
 from __future__ import annotations
 
 import json
-import re
 import socket
-import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from harness import McpClient, assert_alive, ok, run_ts, store
+from harness import PASSWD_RE, TRAP_TOKEN, McpClient, Trap, assert_alive, ok, run_ts, store
 
-PASSWD_RE = re.compile(r"root:[^:\n]*:0:0:")
 TAG = uuid.uuid4().hex[:12]
-# What the trap listener answers; it never appears in any code we send, so seeing it means a leak.
-TRAP_TOKEN = "trapped-" + uuid.uuid4().hex
-
-
-class Trap:
-    """A loopback TCP listener that records every connection the sandbox manages to open."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except (TimeoutError, socket.timeout):
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            try:
-                body = TRAP_TOKEN.encode()
-                conn.sendall(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
-                )
-            except OSError:
-                pass
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self.sock.close()
-        self._thread.join(2)
 
 
 @pytest.fixture(scope="module")

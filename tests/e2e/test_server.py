@@ -15,7 +15,7 @@ import anyio
 
 import harness
 import store_server
-from harness import OPTIONAL_TOOLS, OUR_TOOLS, McpClient, assert_alive, ok, run_ts, store
+from harness import OUR_TOOLS, McpClient, assert_alive, ok, run_ts, store
 
 TIME_TOOL = "mcp__time__get_current_time"
 GIT_LOG = "mcp__git__git_log"
@@ -43,23 +43,24 @@ def schema_allows(schema: dict, json_type: str) -> bool:
 def test_tools_list_is_small_and_typed(client: McpClient) -> None:
     tools = client.list_tools().tools
     names = {t.name for t in tools}
-    assert OUR_TOOLS <= names, names
-    assert names <= OUR_TOOLS | OPTIONAL_TOOLS, f"unexpected tools: {names - OUR_TOOLS - OPTIONAL_TOOLS}"
+    assert names == OUR_TOOLS, f"missing: {OUR_TOOLS - names}, unexpected: {names - OUR_TOOLS}"
+    assert len(tools) == 6, [t.name for t in tools]
     for t in tools:
         assert t.description, t.name
         assert isinstance(t.output_schema, dict) and t.output_schema.get("type") == "object", (
             f"{t.name} has no object outputSchema: {t.output_schema}"
         )
         assert t.input_schema.get("type") == "object", t.name
-    ex = next(t for t in tools if t.name == "executeTypescript")
-    props = ex.input_schema["properties"]
-    assert {"code", "allowedTools", "timeoutMs"} <= set(props), props
-    assert "code" in ex.input_schema.get("required", [])
-    assert schema_allows(props["allowedTools"], "array"), props["allowedTools"]
-    assert schema_allows(props["timeoutMs"], "integer"), props["timeoutMs"]
-    out_props = ex.output_schema["properties"]
-    for key in ("success", "output", "error", "result", "executionTimeMs", "toolCallsMade", "toolCallSummary"):
-        assert key in out_props, f"executeTypescript outputSchema lacks {key}"
+    for name in ("executeTypescript", "executePython"):
+        ex = next(t for t in tools if t.name == name)
+        props = ex.input_schema["properties"]
+        assert {"code", "allowedTools", "timeoutMs"} <= set(props), (name, props)
+        assert "code" in ex.input_schema.get("required", []), name
+        assert schema_allows(props["allowedTools"], "array"), (name, props["allowedTools"])
+        assert schema_allows(props["timeoutMs"], "integer"), (name, props["timeoutMs"])
+        out_props = ex.output_schema["properties"]
+        for key in ("success", "output", "error", "result", "executionTimeMs", "toolCallsMade", "toolCallSummary"):
+            assert key in out_props, f"{name} outputSchema lacks {key}"
     # None of the downstream servers' ~60 tools leak into our own listing.
     assert not any(n.startswith("mcp__") for n in names)
     size = len(client.list_tools().model_dump_json(by_alias=True, exclude_none=True).encode())
@@ -71,7 +72,9 @@ def test_tools_list_wire_size(ce_binary, e2e_env) -> None:
     e2e = e2e_env
     raw = harness.raw_stdio_tools_list([str(ce_binary), "serve"], env=e2e.env(), cwd=e2e.project)
     names = {t["name"] for t in raw.tools}
-    assert OUR_TOOLS <= names
+    assert names == OUR_TOOLS, names
+    for t in raw.tools:
+        assert isinstance(t.get("outputSchema"), dict), f"{t['name']} has no outputSchema on the wire"
     assert raw.size < 2500, f"tools/list answer is {raw.size} bytes: {raw.pages[0][:3000]!r}"
     assert raw.junk == [], f"non-JSON-RPC lines on the MCP stdout: {raw.junk[:5]!r}"
 

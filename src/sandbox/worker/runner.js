@@ -98,9 +98,29 @@ function sendLine(line) {
   }
 }
 
+const StringToWellFormed = String.prototype.toWellFormed;
+const wellFormed = (s) => ReflectApply(StringToWellFormed, s, []);
+const wellFormedStrings = (_key, v) => {
+  if (typeof v === "string") return wellFormed(v);
+  if (v === null || typeof v !== "object" || ArrayIsArray(v)) return v;
+  const keys = Object.keys(v);
+  return keys.every((k) => wellFormed(k) === k) ? v : Object.fromEntries(keys.map((k) => [wellFormed(k), v[k]]));
+};
+
+/**
+ * `JSON.stringify`, but lone UTF-16 surrogates in strings and keys become U+FFFD: their `\udXXX`
+ * escapes are not valid Unicode and the host's JSON parser refuses them.
+ */
+function toJson(v) {
+  const json = JSONStringify(v);
+  return typeof json === "string" && typeof StringToWellFormed === "function" && /\\ud[89a-f]/.test(json)
+    ? JSONStringify(v, wellFormedStrings)
+    : json;
+}
+
 /** @param {Record<string, unknown>} msg */
 function send(msg) {
-  sendLine(JSONStringify({ v: PROTOCOL_VERSION, ...msg }));
+  sendLine(toJson({ v: PROTOCOL_VERSION, ...msg }));
 }
 
 /** Best-effort diagnostics on the real stderr (read by the host for diagnosis only). */
@@ -446,7 +466,7 @@ function hostCall(method, params, caller) {
     const id = nextCallId++;
     let line;
     try {
-      line = JSONStringify({ v: PROTOCOL_VERSION, type: "call", id, method, params });
+      line = toJson({ v: PROTOCOL_VERSION, type: "call", id, method, params });
     } catch (e) {
       reject(
         callError(
@@ -1213,11 +1233,11 @@ function valueToJson(v) {
   if (v === undefined) return undefined;
   let json;
   try {
-    json = JSONStringify(v);
+    json = toJson(v);
   } catch {
     json = undefined;
   }
-  if (json === undefined) json = JSONStringify(inspectValue(v));
+  if (json === undefined) json = toJson(inspectValue(v));
   return json;
 }
 
@@ -1306,6 +1326,12 @@ function onAsyncError(err) {
     return;
   }
   if (asyncFailure === null) {
+    // Pyodide reports its fatal errors from its event-loop callbacks too.
+    try {
+      if (pyodide !== null && err?.pyodide_fatal_error === true) err = pyCrash(err);
+    } catch {
+      // keep err
+    }
     asyncFailure = { error: err };
     rejectAsyncFailure?.(err);
   }
@@ -1355,9 +1381,6 @@ async function runTypeScript(ctx) {
 // ---------------------------------------------------------------------------------------------
 // Python (Pyodide)
 // ---------------------------------------------------------------------------------------------
-
-/** Name of the user's code in Python tracebacks. */
-const PY_USER_FILE = "<user code>";
 
 /**
  * The in-sandbox Python API and the execution driver, run once in `prepare` as module `sandbox`
@@ -1454,7 +1477,9 @@ def _jsonable(v, depth=0, seen=None):
             w = v
         if not isinstance(w, JsProxy):
             return _jsonable(w, depth + 1, seen)
-    if isinstance(v, (dict, list, tuple)) and depth < 100:
+    if isinstance(v, (dict, list, tuple)):
+        if depth >= 100:
+            return f"<{type(v).__name__} nested too deeply>"
         seen = seen if seen is not None else set()
         if id(v) not in seen:
             seen.add(id(v))
@@ -1588,7 +1613,6 @@ async function preparePython() {
       // `_` would otherwise name the worker's real working directory.
       env: { HOME: "/home/pyodide", _: undefined },
       _sysExecutable: "/usr/bin/python3",
-      args: [],
       stdin: () => null,
       stdout: (s) => diag("python stdout while loading: " + s),
       stderr: (s) => diag("python stderr while loading: " + s),
@@ -1597,7 +1621,6 @@ async function preparePython() {
     // Emscripten still reads `process` for getuid/umask/exit codes: a stand-in with nothing of the host.
     defineGlobal("process", { getuid: () => 0, umask: () => 0o022, exitCode: undefined });
   }
-  pyodide.setStdin({ stdin: () => null });
   pyodide.setStdout(pyWriter("stdout"));
   pyodide.setStderr(pyWriter("stderr"));
   pyodide.registerJsModule("_sandbox_host", { call: pyHostCall });
@@ -1607,6 +1630,21 @@ async function preparePython() {
   pyodide.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
   pyRun = ns.get("run");
   ns.destroy();
+  // Run the execution paths once (compiling, awaiting JS promises, value and traceback
+  // conversion) so their first-use costs are paid before \`ready\`: print(1) then takes ~15 ms, not ~45.
+  await pyRun("import asyncio, js\nawait asyncio.sleep(0)\nawait js.Promise.resolve(1)\n[1, {'a': (2.5, None)}]");
+  await pyRun("def f():\n    raise ValueError('x')\nf()");
+}
+
+/**
+ * A Pyodide fatal error (JS stack exhausted by deep C recursion, abort, a signal...): Python is
+ * gone, and the error's JS stack says nothing useful to the user.
+ */
+function pyCrash(e) {
+  const crash = new Error(`the Python runtime crashed: ${safeString(e?.name ?? "Error")}: ${safeString(e?.message ?? e)}`);
+  crash.name = "FatalError";
+  crash.stack = undefined;
+  return crash;
 }
 
 /** @param {ExecContext} ctx */
@@ -1616,12 +1654,8 @@ async function runPython(ctx) {
   try {
     result = await pyRun(ctx.code);
   } catch (e) {
-    // `run` catches every Python exception: this is a Pyodide fatal error (JS stack exhausted by
-    // deep C recursion, abort, a signal...). Its JS stack says nothing useful to the user.
-    const crash = new Error(`the Python runtime crashed: ${safeString(e?.name ?? "Error")}: ${safeString(e?.message ?? e)}`);
-    crash.name = "FatalError";
-    crash.stack = undefined;
-    throw crash;
+    // `run` catches every Python exception: this is a Pyodide fatal error.
+    throw pyCrash(e);
   }
   const out = JSONParse(result);
   if (out.ok) return out.value;
@@ -1793,7 +1827,7 @@ async function main() {
   if (runtime === undefined) throw new Error(`unknown worker mode ${safeString(mode).slice(0, 64)}`);
   installEnvironment();
   if (runtime.prepare) await runtime.prepare();
-  await warmUp();
+  if (mode === "typescript") await warmUp();
   const reading = readLines(onLine);
   send({ type: "ready" });
   await reading;
