@@ -111,9 +111,12 @@ pub async fn connect(
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     };
     match connect_with(spec, tools.clone(), stderr_tail.clone(), auto).await {
-        Err(ConnectError::Handshake(ClientInitializeError::NoCompatibleProtocolVersion {
-            ..
-        })) => {
+        Err(ConnectError::Handshake(e))
+            if matches!(
+                *e,
+                ClientInitializeError::NoCompatibleProtocolVersion { .. }
+            ) =>
+        {
             tracing::debug!(server = %spec.name, "server offers only handshake versions; retrying with initialize");
             connect_with(spec, tools, stderr_tail, ClientLifecycleMode::Initialize)
                 .await
@@ -128,7 +131,13 @@ enum ConnectError {
     #[error("{0}")]
     Setup(String),
     #[error("{0}")]
-    Handshake(#[from] ClientInitializeError),
+    Handshake(Box<ClientInitializeError>),
+}
+
+impl From<ClientInitializeError> for ConnectError {
+    fn from(e: ClientInitializeError) -> Self {
+        ConnectError::Handshake(Box::new(e))
+    }
 }
 
 async fn connect_with(

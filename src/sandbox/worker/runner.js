@@ -3,14 +3,16 @@
 // This file owns the worker side of the host <-> worker protocol (docs/worker-protocol.md):
 // line-delimited JSON on stdin/stdout, the `callMCPTool` / `searchTools` / `getToolSchema` /
 // `listServers` globals that turn into host calls, console capture (with the output budget),
-// running one TypeScript program (top-level await/return, REPL-like last-expression value),
-// and reporting its result or error. It also hides raw stdio from user code (hygiene only:
-// the host treats the worker as hostile; the real boundary is Deno's permissions and the jail).
+// running one TypeScript program (top-level await/return, REPL-like last-expression value) or
+// one Python program (Pyodide, loaded before `ready`), and reporting its result or error. It also
+// hides raw stdio from user code (hygiene only: the host treats the worker as hostile; the real
+// boundary is Deno's permissions and the jail).
 //
 // The host runs it as `deno run --no-prompt --no-config --no-lock --no-remote --no-npm --quiet
-// --v8-flags=--max-old-space-size=N data:application/javascript;base64,...` with no permissions
-// and an empty environment. Keep this file free of static imports and of literal-string
-// dynamic imports: Deno would pre-load those without permission checks.
+// --v8-flags=--max-old-space-size=N data:application/javascript;base64,... typescript` with no
+// permissions and an empty environment; Python workers get `--allow-read=DIR` and the script
+// arguments `python DIR` (DIR: the Pyodide distribution). Keep this file free of static imports
+// and of literal-string dynamic imports: Deno would pre-load those without permission checks.
 
 // ---------------------------------------------------------------------------------------------
 // Private references, taken before any user code can run or tamper with globals.
@@ -1631,7 +1633,7 @@ async function preparePython() {
   pyRun = ns.get("run");
   ns.destroy();
   // Run the execution paths once (compiling, awaiting JS promises, value and traceback
-  // conversion) so their first-use costs are paid before \`ready\`: print(1) then takes ~15 ms, not ~45.
+  // conversion) so their first-use costs are paid before `ready`: print(1) then takes ~15 ms, not ~45.
   await pyRun("import asyncio, js\nawait asyncio.sleep(0)\nawait js.Promise.resolve(1)\n[1, {'a': (2.5, None)}]");
   await pyRun("def f():\n    raise ValueError('x')\nf()");
 }
@@ -1641,7 +1643,9 @@ async function preparePython() {
  * gone, and the error's JS stack says nothing useful to the user.
  */
 function pyCrash(e) {
-  const crash = new Error(`the Python runtime crashed: ${safeString(e?.name ?? "Error")}: ${safeString(e?.message ?? e)}`);
+  const crash = new Error(
+    `the Python runtime crashed: ${safeString(e?.name ?? "Error")}: ${safeString(e?.message ?? e)}`,
+  );
   crash.name = "FatalError";
   crash.stack = undefined;
   return crash;
