@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Benchmark of code-executor as a client sees it.
 
-    .venv/bin/python bench/bench.py [--iterations N] [--transport stdio|http]
+    .venv/bin/python bench/bench.py [--iterations N] [--py-iterations M] [--quick] [--transport stdio|http]
 
 Starts `code-executor serve` (stdio by default) with the `time` and `Test-Store` downstream servers in
 an isolated temporary HOME/project, then prints:
 - client-observed latency (median, p99, ms) of (a) a trivial `console.log(1)` execution and
   (b) an execution making 20 tool calls (20x Test-Store echo, sequential and via Promise.all);
 - the byte size of our `tools/list` answer next to the sum of the downstream servers' own
-  `tools/list` answers (each measured raw over stdio), and the ratio.
+  `tools/list` answers (each measured raw over stdio), and the ratio;
+- warm vs cold start of a trivial execution in each language: warm against the default pools
+  (sequential calls, each after a 50 ms pause and once `health` reports a ready pooled worker, so
+  the pool has refilled), cold against a second server started with
+  `CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT=0` and `CODE_EXECUTOR_POOL_SIZE_PYTHON=0` (every call starts
+  its worker), with the cold/warm ratios;
+- memory (VmHWM = peak RSS, and VmRSS, from /proc) of the idle server process and of each kind of
+  pooled, idle worker (the server's `deno` children; Python workers are those whose command line
+  says "python").
 
 Numbers only: nothing here asserts anything about speed. Binary: $CODE_EXECUTOR_BIN (default
 target/release/code-executor); runtimes: $CODE_EXECUTOR_RUNTIME_DIR (default target/runtimes).
@@ -30,6 +38,9 @@ import harness  # noqa: E402
 from harness import E2EEnv, McpClient  # noqa: E402
 
 TRIVIAL = "console.log(1);"
+TRIVIAL_PY = "print(1)"
+WARM_PAUSE_S = 0.05
+POOL_KEYS = {"executeTypescript": "warmTypescriptWorkers", "executePython": "warmPythonWorkers"}
 SEQUENTIAL_20 = """
 let n = 0;
 for (let i = 0; i < 20; i++) n += (await callMCPTool("mcp__Test-Store__echo", { value: i })).echo;
@@ -48,16 +59,40 @@ def percentile(values: list[float], p: float) -> float:
     return s[k]
 
 
-def measure(client: McpClient, code: str, iterations: int, allowed: list[str] | None, expect) -> list[float]:
+def wait_for_pool(client: McpClient, key: str, timeout: float = 120.0) -> None:
+    """Until `health` reports at least one ready pooled worker of that kind."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counters = client.structured("health", {}).get("executions", {})
+        if counters.get(key, 1) >= 1:  # a server that does not report it: do not wait
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"no pooled worker ({key}) became ready within {timeout:.0f} s")
+
+
+def measure(
+    client: McpClient,
+    code: str,
+    iterations: int,
+    allowed: list[str] | None,
+    expect,
+    tool: str = "executeTypescript",
+    warm: bool = False,
+) -> list[float]:
+    """Client-observed ms of sequential calls. `warm`: before each call, pause 50 ms and wait until
+    the pool has a ready worker again (so every call finds one)."""
     args = {"code": code}
     if allowed is not None:
         args["allowedTools"] = allowed
     # One warm-up call (lazy downstream connect, first worker) that is not counted.
-    client.call("executeTypescript", args)
+    client.call(tool, args)
     times = []
     for _ in range(iterations):
+        if warm:
+            time.sleep(WARM_PAUSE_S)
+            wait_for_pool(client, POOL_KEYS[tool])
         t0 = time.perf_counter()
-        r = client.call("executeTypescript", args)
+        r = client.call(tool, args)
         times.append((time.perf_counter() - t0) * 1000)
         sc = r.structured_content or {}
         if r.is_error or not sc.get("success"):
@@ -67,11 +102,59 @@ def measure(client: McpClient, code: str, iterations: int, allowed: list[str] | 
     return times
 
 
+def memory_snapshot(client: McpClient) -> dict[str, list[dict[str, int]]]:
+    """VmHWM/VmRSS (KiB) of the server process and of its pooled workers, by kind."""
+    pid = client.server_pid
+    if pid is None:
+        return {}
+    workers = harness.sandbox_workers(pid)
+    snap = {"server": [harness.proc_memory(pid)]}
+    for kind, pids in workers.items():
+        snap[kind] = [m for m in map(harness.proc_memory, pids) if m]
+    return snap
+
+
+def start(e2e: E2EEnv, transport: str, log: Path) -> McpClient | None:
+    client = McpClient(transport, e2e, log, call_timeout=120)
+    try:
+        client.start()
+    except Exception as exc:
+        print(f"could not start code-executor: {exc}\n{harness.tail(log)}", file=sys.stderr)
+        return None
+    return client
+
+
+def stats_row(label: str, times: list[float], width: int = 30) -> str:
+    return (
+        f"{label:<{width}} {len(times):>4} {statistics.median(times):>10.1f} {percentile(times, 99):>10.1f} "
+        f"{min(times):>10.1f} {max(times):>10.1f}"
+    )
+
+
+def mem_row(label: str, samples: list[dict[str, int]], width: int = 38) -> str:
+    if not samples:
+        return f"{label:<{width}} {'-':>10} {'-':>10} {'(none found)':>14}"
+    hwm = [m.get("VmHWM", 0) / 1024 for m in samples]
+    rss = [m.get("VmRSS", 0) / 1024 for m in samples]
+    return (
+        f"{label:<{width}} {statistics.median(hwm):>10.1f} {statistics.median(rss):>10.1f} "
+        f"{len(samples):>14}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--iterations", type=int, default=None, help="TypeScript iterations per row (default 30)")
+    ap.add_argument("--py-iterations", type=int, default=None,
+                    help="Python iterations per row (default 6: each warm one waits for Pyodide to reload)")
+    ap.add_argument("--quick", action="store_true", help="fewer iterations (10 TypeScript, 3 Python)")
     ap.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     args = ap.parse_args()
+    if args.iterations is None:
+        args.iterations = 10 if args.quick else 30
+    if args.py_iterations is None:
+        args.py_iterations = 3 if args.quick else 6
+    started = time.monotonic()
 
     binary = harness.binary()
     if not binary.exists():
@@ -89,21 +172,48 @@ def main() -> int:
             env = {"HOME": str(e2e.home), "PATH": e2e.env()["PATH"], **cfg.get("env", {})}
             downstream[name] = harness.raw_stdio_tools_list([cfg["command"], *cfg["args"]], env=env, cwd=e2e.project)
 
-        client = McpClient(args.transport, e2e, root / "server.log", call_timeout=120)
-        try:
-            client.start()
-        except Exception as exc:
-            print(f"could not start code-executor: {exc}\n{harness.tail(root / 'server.log')}", file=sys.stderr)
+        client = start(e2e, args.transport, root / "server.log")
+        if client is None:
             return 1
         try:
+            # Idle: both pools full, no execution yet.
+            for key in POOL_KEYS.values():
+                wait_for_pool(client, key)
+            time.sleep(0.5)
+            idle_mem = memory_snapshot(client)
             echo = ["mcp__Test-Store__echo"]
             rows = [
                 ("trivial console.log(1)", measure(client, TRIVIAL, args.iterations, None, None)),
                 ("20 tool calls, sequential", measure(client, SEQUENTIAL_20, args.iterations, echo, 190)),
                 ("20 tool calls, Promise.all", measure(client, PARALLEL_20, args.iterations, echo, 190)),
             ]
+            warm = {
+                "TypeScript": measure(client, TRIVIAL, args.iterations, None, None, warm=True),
+                "Python": measure(client, TRIVIAL_PY, args.py_iterations, None, None, tool="executePython", warm=True),
+            }
+            for key in POOL_KEYS.values():
+                wait_for_pool(client, key)
+            time.sleep(0.5)
+            end_mem = memory_snapshot(client)
         finally:
             client.close()
+
+        cold_e2e = E2EEnv(root / "cold", servers=("time", "Test-Store"), extra_env={
+            "CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT": "0",
+            "CODE_EXECUTOR_POOL_SIZE_PYTHON": "0",
+        })
+        cold_client = start(cold_e2e, args.transport, root / "server-cold.log")
+        if cold_client is None:
+            return 1
+        try:
+            time.sleep(0.5)
+            cold_idle_mem = memory_snapshot(cold_client)
+            cold = {
+                "TypeScript": measure(cold_client, TRIVIAL, args.iterations, None, None),
+                "Python": measure(cold_client, TRIVIAL_PY, args.py_iterations, None, None, tool="executePython"),
+            }
+        finally:
+            cold_client.close()
 
     print(f"code-executor benchmark: {binary}, transport {args.transport}, {args.iterations} iterations")
     print()
@@ -122,6 +232,51 @@ def main() -> int:
         print(f"{'  downstream ' + name:<30} {d.size:>10} {len(d.tools):>10}")
     print(f"{'  downstream total':<30} {total:>10} {ntools:>10}")
     print(f"{'ratio ours / downstream':<30} {ours.size / total:>10.3f}")
+
+    print()
+    print("warm vs cold start, trivial execution (console.log(1) / print(1)), sequential calls:")
+    print(f"  warm: default pools (TypeScript 2, Python 1); before each call a {WARM_PAUSE_S * 1000:.0f} ms pause, then a wait")
+    print("        until `health` reports a ready pooled worker, so the pool has refilled (waits not counted)")
+    print("  cold: a server with CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT=0 and CODE_EXECUTOR_POOL_SIZE_PYTHON=0")
+    print("  (p99 is the nearest-rank percentile: with few iterations it is the maximum)")
+    print()
+    print(f"{'execution':<30} {'n':>4} {'median ms':>10} {'p99 ms':>10} {'min ms':>10} {'max ms':>10}")
+    for lang in ("TypeScript", "Python"):
+        print(stats_row(f"{lang} warm", warm[lang]))
+        print(stats_row(f"{lang} cold", cold[lang]))
+    print()
+    med = {(lang, kind): statistics.median(d[lang]) for lang in warm for kind, d in (("warm", warm), ("cold", cold))}
+    p99 = {(lang, kind): percentile(d[lang], 99) for lang in warm for kind, d in (("warm", warm), ("cold", cold))}
+    print(f"{'ratio':<30} {'median':>10} {'p99':>10}")
+    for lang in ("TypeScript", "Python"):
+        print(f"{lang + ' cold / warm':<30} {med[(lang, 'cold')] / med[(lang, 'warm')]:>10.1f} "
+              f"{p99[(lang, 'cold')] / p99[(lang, 'warm')]:>10.1f}")
+    for kind in ("warm", "cold"):
+        print(f"{'Python / TypeScript, ' + kind:<30} {med[('Python', kind)] / med[('TypeScript', kind)]:>10.1f} "
+              f"{p99[('Python', kind)] / p99[('TypeScript', kind)]:>10.1f}")
+
+    print()
+    print("memory (MiB, from /proc/<pid>/status; median over processes of a kind)")
+    print(f"{'process':<38} {'VmHWM':>10} {'VmRSS':>10} {'processes':>14}")
+    if not idle_mem:
+        print("  (server process not found)")
+    else:
+        print(mem_row("server, idle, pools full", idle_mem["server"]))
+        print(mem_row("server, idle, no pools (cold server)", cold_idle_mem.get("server", [])))
+        print(mem_row("server, after the benchmark", end_mem.get("server", [])))
+        print(mem_row("TypeScript worker, pooled, idle", idle_mem["typescript"]))
+        print(mem_row("Python worker, pooled, idle", idle_mem["python"]))
+        print(mem_row("  the same, after the benchmark: TS", end_mem.get("typescript", [])))
+        print(mem_row("  the same, after the benchmark: Python", end_mem.get("python", [])))
+        other = idle_mem.get("other", []) + end_mem.get("other", [])
+        if other:
+            print(mem_row("other deno children (snapshot maker)", other))
+        ts, py = idle_mem["typescript"], idle_mem["python"]
+        if ts and py:
+            ratio = statistics.median(m["VmHWM"] for m in py) / statistics.median(m["VmHWM"] for m in ts)
+            print(f"{'Python / TypeScript worker VmHWM':<38} {ratio:>10.1f}")
+    print()
+    print(f"total benchmark time {time.monotonic() - started:.0f} s")
     return 0
 
 

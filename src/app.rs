@@ -13,6 +13,7 @@ use crate::front::{Front, RuntimeInfo};
 use crate::runtime::{self, Runtimes};
 use crate::sandbox::host::{self, WorkerConfig};
 use crate::sandbox::jail::JailPolicy;
+use crate::sandbox::snapshot;
 use crate::upstream::{UpstreamPool, UpstreamTimeouts};
 
 /// Environment variable naming an extra MCP config file (highest precedence).
@@ -76,12 +77,28 @@ impl App {
         let worker = WorkerConfig {
             deno: runtimes.deno.clone(),
             pyodide_dir: runtimes.pyodide_dir.clone(),
+            python_snapshot: Default::default(),
             heap_limit_mb: settings.heap_limit_mb,
             jail: JailPolicy {
                 max_data_bytes: settings.worker_memory_mb * 1024 * 1024,
                 ..JailPolicy::default()
             },
         };
+        // A verified snapshot is used at once. When serving without one, it is made in the
+        // background; Python works meanwhile, only slower to start.
+        if let Some(path) = snapshot::verified(&settings.cache_dir) {
+            let _ = worker.python_snapshot.set(path);
+        } else if serving {
+            let (worker, cache_dir) = (worker.clone(), settings.cache_dir.clone());
+            tokio::spawn(async move {
+                match snapshot::ensure(&worker, &cache_dir).await {
+                    Ok(path) => {
+                        let _ = worker.python_snapshot.set(path);
+                    }
+                    Err(e) => tracing::warn!("Python workers start without a snapshot: {e}"),
+                }
+            });
+        }
         let runtime_info = RuntimeInfo {
             deno: host::deno_version(&runtimes.deno).await.ok(),
             pyodide: Some(runtime::PYODIDE.version.to_string()),

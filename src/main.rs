@@ -16,6 +16,7 @@ use code_executor::config::settings::Settings;
 use code_executor::runtime;
 use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
+use code_executor::sandbox::snapshot;
 use code_executor::{directory, front};
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
@@ -61,7 +62,7 @@ enum Command {
     },
     /// Check runtimes, configs and downstream servers; exits non-zero on any problem.
     Doctor,
-    /// Install the Deno and Pyodide runtimes, verified by SHA-256.
+    /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
         /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
         /// the npm registry).
@@ -113,8 +114,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::FetchRuntimes { mirror } => {
             let mirror = mirror.or_else(runtime::mirror_from_env);
             let runtimes = runtime::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
-            println!("deno:    {}", runtimes.deno.display());
-            println!("pyodide: {}", runtimes.pyodide_dir.display());
+            println!("deno:     {}", runtimes.deno.display());
+            println!("pyodide:  {}", runtimes.pyodide_dir.display());
+            let app = App::build(settings, false).await?;
+            let snapshot = snapshot::ensure(app.executor.worker_config(), &app.settings.cache_dir)
+                .await
+                .context("making the Pyodide memory snapshot")?;
+            println!("snapshot: {}", snapshot.display());
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -29,6 +29,8 @@ pub struct RawSettings {
     pub runtime_dir: Option<PathBuf>,
     /// The project root used for project-scoped client configs. Default: the current directory.
     pub project_dir: Option<PathBuf>,
+    /// Where the Pyodide memory snapshot is kept. Default: `$XDG_CACHE_HOME/code-executor`.
+    pub cache_dir: Option<PathBuf>,
     /// Timeout of an execution when the caller gives none, in ms. Default 30000.
     pub timeout_ms: Option<u64>,
     /// Largest timeout a caller may ask for, in ms. Default 300000.
@@ -63,6 +65,7 @@ pub struct RawSettings {
 pub struct Settings {
     pub runtime_dir: PathBuf,
     pub project_dir: PathBuf,
+    pub cache_dir: PathBuf,
     pub default_timeout: Duration,
     pub max_timeout: Duration,
     pub output_limit_bytes: usize,
@@ -122,6 +125,7 @@ impl Settings {
         };
         let settings = Settings {
             runtime_dir: raw.runtime_dir.unwrap_or_else(default_runtime_dir),
+            cache_dir: raw.cache_dir.unwrap_or_else(default_cache_dir),
             project_dir,
             default_timeout: Duration::from_millis(raw.timeout_ms.unwrap_or(30_000)),
             max_timeout: Duration::from_millis(raw.max_timeout_ms.unwrap_or(300_000)),
@@ -186,6 +190,12 @@ impl Settings {
 /// `~/.config/code-executor/config.toml` (or the platform's config dir).
 pub fn default_settings_file() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("code-executor").join("config.toml"))
+}
+
+fn default_cache_dir() -> PathBuf {
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("code-executor")
 }
 
 fn default_runtime_dir() -> PathBuf {

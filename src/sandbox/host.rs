@@ -41,8 +41,28 @@ pub trait HostCalls: Send + Sync + 'static {
 pub struct WorkerConfig {
     pub deno: PathBuf,
     pub pyodide_dir: PathBuf,
+    /// A verified Pyodide memory snapshot; Python workers start from it once it is set (it may
+    /// be made in the background after the server has started).
+    pub python_snapshot: Arc<std::sync::OnceLock<PathBuf>>,
     pub heap_limit_mb: u32,
     pub jail: JailPolicy,
+}
+
+/// How long a worker may take to announce `ready` (a Python worker without a snapshot loads
+/// and compiles the whole standard library first).
+fn ready_timeout(language: Language) -> Duration {
+    match language {
+        Language::Typescript => Duration::from_secs(30),
+        Language::Python => Duration::from_secs(120),
+    }
+}
+
+/// The runner as the `data:` URL Deno runs as its main module.
+pub fn runner_url() -> String {
+    format!(
+        "data:application/javascript;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(RUNNER_JS)
+    )
 }
 
 /// Why a worker could not be started.
@@ -130,7 +150,14 @@ impl Worker {
             heap_limit_mb: config.heap_limit_mb,
             _workdir: workdir,
         };
-        match worker.lines.next().await {
+        let first = tokio::time::timeout(ready_timeout(language), worker.lines.next()).await;
+        let Ok(first) = first else {
+            return Err(SpawnError::NotReady(format!(
+                "no `ready` within {} s",
+                ready_timeout(language).as_secs()
+            )));
+        };
+        match first {
             Some(Ok(line)) if proto::parse_worker_line(&line) == Ok(WorkerMessage::Ready) => {
                 Ok(worker)
             }
@@ -273,6 +300,12 @@ impl Drop for Worker {
 }
 
 fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
+    let mut v8_flags = format!("--max-old-space-size={}", config.heap_limit_mb);
+    if language == Language::Python {
+        // Python's own recursion limit must trip before V8's stack runs out (the main thread
+        // stack is 8 MiB; these stay well inside it).
+        v8_flags.push_str(",--stack-size=4000,--wasm-stack-switching-stack-size=4000");
+    }
     let mut args = vec![
         "run".to_string(),
         "--no-prompt".into(),
@@ -281,21 +314,27 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         "--no-remote".into(),
         "--no-npm".into(),
         "--quiet".into(),
-        format!("--v8-flags=--max-old-space-size={}", config.heap_limit_mb),
+        format!("--v8-flags={v8_flags}"),
     ];
     if language == Language::Python {
-        // The only permission any worker ever gets: reading the Pyodide distribution.
-        args.push(format!("--allow-read={}", config.pyodide_dir.display()));
+        // The only permission any worker ever gets: reading the Pyodide distribution (and its
+        // verified snapshot).
+        let mut readable = config.pyodide_dir.display().to_string();
+        if let Some(snapshot) = config.python_snapshot.get() {
+            readable.push(',');
+            readable.push_str(&snapshot.display().to_string());
+        }
+        args.push(format!("--allow-read={readable}"));
     }
-    args.push(format!(
-        "data:application/javascript;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(RUNNER_JS)
-    ));
-    // Script arguments (`Deno.args`): the language, and for Python where Pyodide lives, so the
-    // runner can load it before announcing `ready`.
+    args.push(runner_url());
+    // Script arguments (`Deno.args`): the language, and for Python where Pyodide (and its
+    // snapshot) live, so the runner can load it before announcing `ready`.
     args.push(language.as_str().to_string());
     if language == Language::Python {
         args.push(config.pyodide_dir.display().to_string());
+        if let Some(snapshot) = config.python_snapshot.get() {
+            args.push(snapshot.display().to_string());
+        }
     }
     args
 }
@@ -327,9 +366,10 @@ fn describe_user_error(error: Option<proto::UserError>) -> String {
         (false, false) => format!("{}: {}", error.name, error.message),
     };
     match error.stack {
-        // V8 stacks start with "Name: message"; don't say it twice.
+        // V8 stacks start with "Name: message" and Python tracebacks end with it; don't say
+        // it twice.
         Some(stack) if !stack.is_empty() => {
-            if stack.starts_with(&head) {
+            if stack.starts_with(&head) || stack.trim_end().ends_with(&head) {
                 stack
             } else {
                 format!("{head}\n{stack}")

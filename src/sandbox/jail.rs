@@ -28,6 +28,9 @@ pub struct JailPolicy {
     /// RLIMIT_DATA in bytes: caps the writable memory a worker can map (V8 heap, ArrayBuffers,
     /// WebAssembly memory), so a memory bomb fails inside the worker instead of on the host.
     pub max_data_bytes: u64,
+    /// RLIMIT_FSIZE in bytes: the largest file the worker may write. Workers can only write
+    /// Deno's private cache (and, once, the Pyodide snapshot), so this is a backstop.
+    pub max_file_bytes: u64,
 }
 
 impl Default for JailPolicy {
@@ -36,6 +39,7 @@ impl Default for JailPolicy {
             max_open_files: 256,
             max_cpu_seconds: 600,
             max_data_bytes: 1536 * 1024 * 1024,
+            max_file_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -71,6 +75,7 @@ fn enter(parent: libc::pid_t, policy: JailPolicy, filters: &Filters) -> io::Resu
     set_limit(libc::RLIMIT_NOFILE, policy.max_open_files)?;
     set_limit(libc::RLIMIT_CPU, policy.max_cpu_seconds)?;
     set_limit(libc::RLIMIT_DATA, policy.max_data_bytes)?;
+    set_limit(libc::RLIMIT_FSIZE, policy.max_file_bytes)?;
     drop_capabilities()?;
     // Once set, no exec can gain privileges (setuid bits, file capabilities); required before
     // an unprivileged process may install a seccomp filter.

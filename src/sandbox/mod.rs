@@ -1,5 +1,5 @@
 //! The sandbox: jailed Deno worker processes that run untrusted code, one execution each.
-//! `proto` is the host↔worker message format, `host` spawns and drives workers, `pool` keeps ready workers warm, `jail` is the
+//! `proto` is the host↔worker message format, `host` spawns and drives workers, `pool` keeps ready workers warm, `snapshot` makes and verifies the Pyodide memory snapshot, `jail` is the
 //! confinement applied between fork and exec (and the only home of `unsafe`), and `worker/`
 //! holds the JavaScript that runs inside the worker.
 
@@ -7,3 +7,4 @@ pub mod host;
 pub mod jail;
 pub mod pool;
 pub mod proto;
+pub mod snapshot;

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
 use rmcp::service::ClientInitializeError;
@@ -97,32 +98,46 @@ impl Connection {
     }
 }
 
-/// Starts (stdio) or opens (HTTP) the server and runs the MCP handshake: protocol 2026-07-28
-/// first (`server/discover`), falling back to the `initialize` handshake (2025-11-25 and
-/// earlier) when the server does not know `server/discover`, or knows it but supports only
-/// handshake versions (then on a fresh connection).
+/// Starts (stdio) or opens (HTTP) the server and runs the MCP handshake, each attempt bounded
+/// by `timeout`: protocol 2026-07-28 first (`server/discover`); when the server does not speak
+/// it (an error, or no answer), a fresh connection with the `initialize` handshake (2025-11-25
+/// and earlier). Two clean attempts, rather than a fallback on the same stream, so a late
+/// answer to the first attempt can never be mistaken for the second's.
 pub async fn connect(
     spec: &ServerSpec,
     tools: ToolCache,
     stderr_tail: StderrTail,
+    timeout: Duration,
 ) -> Result<Connection, String> {
-    let auto = ClientLifecycleMode::Auto {
+    let discover = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     };
-    match connect_with(spec, tools.clone(), stderr_tail.clone(), auto).await {
-        Err(ConnectError::Handshake(e))
-            if matches!(
-                *e,
-                ClientInitializeError::NoCompatibleProtocolVersion { .. }
-            ) =>
-        {
-            tracing::debug!(server = %spec.name, "server offers only handshake versions; retrying with initialize");
-            connect_with(spec, tools, stderr_tail, ClientLifecycleMode::Initialize)
-                .await
-                .map_err(|e| e.to_string())
+    let first = tokio::time::timeout(
+        timeout,
+        connect_with(spec, tools.clone(), stderr_tail.clone(), discover),
+    )
+    .await;
+    match first {
+        Ok(Ok(connection)) => return Ok(connection),
+        Ok(Err(ConnectError::Setup(reason))) => return Err(reason),
+        Ok(Err(ConnectError::Handshake(e))) => {
+            tracing::debug!(server = %spec.name, "no protocol 2026-07-28 ({e}); retrying with initialize");
         }
-        other => other.map_err(|e| e.to_string()),
+        Err(_) => {
+            tracing::debug!(server = %spec.name, "no answer to server/discover; retrying with initialize");
+        }
+    }
+    let second = tokio::time::timeout(
+        timeout,
+        connect_with(spec, tools, stderr_tail, ClientLifecycleMode::Initialize),
+    )
+    .await;
+    match second {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => Err(format!(
+            "no answer to `initialize` within {} ms",
+            timeout.as_millis()
+        )),
     }
 }
 

@@ -181,13 +181,15 @@ impl UpstreamPool {
                 reason: "its configuration is invalid".into(),
             });
         };
-        match tokio::time::timeout(
+        let connected = client::connect(
+            spec,
+            slot.tools.clone(),
+            slot.stderr.clone(),
             self.timeouts.connect,
-            client::connect(spec, slot.tools.clone(), slot.stderr.clone()),
         )
-        .await
-        {
-            Ok(Ok(connection)) => {
+        .await;
+        match connected {
+            Ok(connection) => {
                 tracing::info!(
                     server,
                     protocol = connection.protocol_version().unwrap_or_default(),
@@ -197,22 +199,8 @@ impl UpstreamPool {
                 *conn = Conn::Connected(connection);
                 Ok(peer)
             }
-            Ok(Err(reason)) => {
+            Err(reason) => {
                 let reason = slot.stderr.annotate(reason);
-                *conn = Conn::Failed {
-                    reason: reason.clone(),
-                    at: Instant::now(),
-                };
-                Err(UpstreamError::Start {
-                    server: server.to_string(),
-                    reason,
-                })
-            }
-            Err(_) => {
-                let reason = slot.stderr.annotate(format!(
-                    "no answer to `initialize` within {} ms",
-                    self.timeouts.connect.as_millis()
-                ));
                 *conn = Conn::Failed {
                     reason: reason.clone(),
                     at: Instant::now(),

@@ -16,6 +16,9 @@ TRANSPORTS = ["stdio", "http"]
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_binary: needs the code-executor binary")
+    config.addinivalue_line(
+        "markers", "pyodide: runs Python executions (a Pyodide worker start, seconds of CPU, per execution)"
+    )
 
 
 @pytest.fixture(scope="session")

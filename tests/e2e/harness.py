@@ -784,11 +784,17 @@ def proc_memory(pid: int) -> dict[str, int]:
 
 
 def sandbox_workers(server_pid: int) -> dict[str, list[int]]:
-    """The server's Deno worker processes by kind ("python" / "typescript"); downstream servers are skipped."""
-    kinds: dict[str, list[int]] = {"python": [], "typescript": []}
+    """The server's Deno processes by kind: "python" and "typescript" workers, and "other" Deno
+    processes (e.g. the one making the Pyodide memory snapshot); downstream servers are skipped."""
+    kinds: dict[str, list[int]] = {"python": [], "typescript": [], "other": []}
     for pid in child_pids(server_pid):
         argv = proc_cmdline(pid)
         if not argv or Path(argv[0]).name != "deno":
             continue
-        kinds["python" if "python" in argv else "typescript"].append(pid)
+        if "python" in argv:
+            kinds["python"].append(pid)
+        elif "typescript" in argv:
+            kinds["typescript"].append(pid)
+        else:
+            kinds["other"].append(pid)
     return kinds

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from harness import (
-    PASSWD_RE,
     TRAP_TOKEN,
     McpClient,
     Trap,
@@ -37,6 +36,9 @@ HOST_PASSWD = Path("/etc/passwd").read_text()
 HOST_PASSWD_LINES = [
     line for line in HOST_PASSWD.splitlines() if line.count(":") >= 6 and not line.startswith("root:")
 ]
+
+
+pytestmark = pytest.mark.pyodide
 
 
 @pytest.fixture(scope="module")

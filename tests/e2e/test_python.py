@@ -30,6 +30,9 @@ from harness import McpClient, assert_alive_py, ok, ok_py, run_py, store
 TIME_TOOL = "mcp__time__get_current_time"
 
 
+pytestmark = pytest.mark.pyodide
+
+
 @pytest.fixture(scope="module")
 def client(stdio_client: McpClient) -> McpClient:
     return stdio_client

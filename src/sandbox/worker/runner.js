@@ -10,8 +10,10 @@
 //
 // The host runs it as `deno run --no-prompt --no-config --no-lock --no-remote --no-npm --quiet
 // --v8-flags=--max-old-space-size=N data:application/javascript;base64,... typescript` with no
-// permissions and an empty environment; Python workers get `--allow-read=DIR` and the script
-// arguments `python DIR` (DIR: the Pyodide distribution). Keep this file free of static imports
+// permissions and an empty environment; Python workers get `--allow-read=DIR[,SNAP]` and the
+// script arguments `python DIR [SNAP]` (DIR: the Pyodide distribution, SNAP: a memory snapshot
+// file; exit code 75 when it is unusable). `snapshot DIR OUT` (trusted, `--allow-read=DIR
+// --allow-write=OUT`, no stdin protocol) makes that file. Keep this file free of static imports
 // and of literal-string dynamic imports: Deno would pre-load those without permission checks.
 
 // ---------------------------------------------------------------------------------------------
@@ -49,7 +51,7 @@ const exitPrivate = D.exit;
 const stdinReadable = D.stdin.readable;
 const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
 const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
-/** Script arguments: the worker mode (`typescript`, the default, or `python`), then for python the Pyodide directory. */
+/** Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the Pyodide directory etc. */
 const launchArgs = [...D.args];
 /** Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads. */
 const processPrivate = globalThis.process;
@@ -1596,8 +1598,11 @@ function pyWriter(stream) {
   };
 }
 
-/** Loads Pyodide from the directory named by the second launch argument (read-only access to it). */
-async function preparePython() {
+/**
+ * Loads Pyodide from the directory named by the second launch argument (`extra`: snapshot
+ * options), lending it `process` while it loads.
+ */
+async function startPyodide(extra) {
   let dir = launchArgs[1];
   if (typeof dir !== "string" || !dir.startsWith("/")) {
     throw new Error("python: the Pyodide directory must be given as an absolute path (second argument)");
@@ -1610,7 +1615,7 @@ async function preparePython() {
   if (processPrivate !== undefined) defineGlobal("process", processPrivate);
   try {
     const { loadPyodide } = await import(url.href);
-    pyodide = await loadPyodide({
+    return await loadPyodide({
       indexURL: dir,
       // `_` would otherwise name the worker's real working directory.
       env: { HOME: "/home/pyodide", _: undefined },
@@ -1618,17 +1623,119 @@ async function preparePython() {
       stdin: () => null,
       stdout: (s) => diag("python stdout while loading: " + s),
       stderr: (s) => diag("python stderr while loading: " + s),
+      ...extra,
     });
   } finally {
     // Emscripten still reads `process` for getuid/umask/exit codes: a stand-in with nothing of the host.
     defineGlobal("process", { getuid: () => 0, umask: () => 0o022, exitCode: undefined });
   }
+}
+
+// Snapshot file: "PYSNAP01", SHA-256 of this runner's own URL (so of its source), checksum of
+// the payload, zeros up to byte 80, then the payload: Pyodide's `makeMemorySnapshot()`.
+const SNAPSHOT_MAGIC = "PYSNAP01";
+const SNAPSHOT_HEADER = 80;
+const sha256 = async (bytes) => new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+const oneLine = (e) => safeString(e?.message ?? e).replace(/\s+/g, " ").slice(0, 1000);
+
+/** 64-bit checksum of a 4-aligned Uint8Array (against damage, not attacks: 3x faster than SHA-256). */
+function checksum(bytes) {
+  const words = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
+  let a = -2128831035;
+  let b = 1;
+  for (let i = 0; i < words.length; i++) {
+    a = Math.imul(a ^ words[i], 16777619);
+    b = (Math.imul(b, 31) + words[i]) | 0;
+  }
+  return new Uint8Array(new Int32Array([a, b]).buffer);
+}
+
+/** The payload of snapshot file `path` if the file is whole and was made by this very runner. */
+async function readSnapshot(path) {
+  const file = await D.open(path);
+  const size = (await file.stat()).size;
+  const bytes = new Uint8Array(size); // read in place: half the cost of readFile
+  for (let n = 0, at = 0; at < size; at += n) {
+    if (!(n = await file.read(bytes.subarray(at)))) throw new Error("truncated while reading");
+  }
+  file.close();
+  const payload = bytes.subarray(SNAPSHOT_HEADER);
+  if (size <= SNAPSHOT_HEADER || decodeUtf8(bytes.subarray(0, 8)) !== SNAPSHOT_MAGIC) {
+    throw new Error("not a snapshot file");
+  }
+  if (!sameBytes(bytes.subarray(8, 40), await sha256(encodeUtf8(import.meta.url)))) {
+    throw new Error("made by another runner version");
+  }
+  if (size % 16 !== 0 || !sameBytes(bytes.subarray(40, 48), checksum(payload))) throw new Error("checksum mismatch");
+  return payload;
+}
+
+/**
+ * Standard-library modules imported into the snapshot (compiling them is most of a cold start:
+ * the stdlib has no .pyc files). Nothing here may keep JS objects.
+ */
+const PY_SNAPSHOT_IMPORTS = `
+import abc, argparse, array, ast, asyncio, base64, binascii, bisect, calendar, cmath, collections
+import collections.abc, colorsys, contextlib, copy, csv, dataclasses, datetime, decimal, difflib
+import enum, fnmatch, fractions, functools, glob, hashlib, heapq, hmac, html, inspect, io
+import itertools, json, keyword, linecache, locale, logging, math, numbers, operator, os, pathlib
+import pprint, queue, random, re, secrets, shlex, statistics, string, struct, sys, textwrap, time
+import traceback, types, typing, unicodedata, uuid, warnings, weakref, zlib
+import urllib.parse, html.parser, email.utils, xml.etree.ElementTree, tempfile, zoneinfo
+import pyodide.code, pyodide.ffi
+sys.path.remove("")  # loadPyodide adds it again
+`;
+
+/** Mode `snapshot DIR OUT` (trusted, at install time): writes a snapshot file to OUT. */
+async function writeSnapshot() {
+  try {
+    const out = launchArgs[2];
+    if (typeof out !== "string" || out === "") throw new Error("usage: snapshot <pyodide_dir> <out_file>");
+    const py = await startPyodide({ _makeSnapshot: true });
+    py.runPython(PY_SNAPSHOT_IMPORTS);
+    const payload = py.makeMemorySnapshot();
+    const file = new Uint8Array(SNAPSHOT_HEADER + payload.length);
+    file.set(encodeUtf8(SNAPSHOT_MAGIC));
+    file.set(await sha256(encodeUtf8(import.meta.url)), 8);
+    file.set(checksum(payload), 40);
+    file.set(payload, SNAPSHOT_HEADER);
+    D.writeFileSync(out, file);
+  } catch (e) {
+    diag("snapshot failed: " + oneLine(e));
+    exitPrivate(1);
+  }
+  exitPrivate(0);
+}
+
+/**
+ * Loads Pyodide from the directory named by the second launch argument, or from the snapshot
+ * file named by the third (read-only access to both).
+ */
+async function preparePython() {
+  const file = launchArgs[2];
+  let setup = "import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__";
+  if (file === undefined) {
+    pyodide = await startPyodide({});
+  } else {
+    // Unusable snapshot: exit code 75, the host discards the file and makes a new one.
+    try {
+      // Read while Pyodide's code loads.
+      const snapshot = readSnapshot(file);
+      snapshot.catch(() => {}); // awaited by loadPyodide
+      pyodide = await startPyodide({ _loadSnapshot: snapshot });
+      (await snapshot).buffer.transfer?.(0); // frees the file's bytes now, not at some later GC
+      // `random` was seeded when the snapshot was made: every worker would draw the same numbers.
+      setup = "import random\nrandom.seed()\n" + setup;
+    } catch (e) {
+      diag("snapshot unusable: " + oneLine(e));
+      exitPrivate(75);
+    }
+  }
   pyodide.setStdout(pyWriter("stdout"));
   pyodide.setStderr(pyWriter("stderr"));
   pyodide.registerJsModule("_sandbox_host", { call: pyHostCall });
-  const ns = pyodide.runPython(
-    "import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__",
-  );
+  const ns = pyodide.runPython(setup);
   pyodide.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
   pyRun = ns.get("run");
   ns.destroy();
@@ -1827,6 +1934,10 @@ async function warmUp() {
 
 async function main() {
   const mode = launchArgs.length > 0 ? launchArgs[0] : "typescript";
+  if (mode === "snapshot") {
+    installEnvironment();
+    return await writeSnapshot();
+  }
   const runtime = typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) ? RUNTIMES[mode] : undefined;
   if (runtime === undefined) throw new Error(`unknown worker mode ${safeString(mode).slice(0, 64)}`);
   installEnvironment();

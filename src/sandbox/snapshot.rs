@@ -1,0 +1,122 @@
+//! The Pyodide memory snapshot: made once per (Pyodide, Deno) version pair by a trusted,
+//! jailed run of the worker runner in `snapshot` mode (no user code, write access to the one
+//! output file only), stored in the cache directory with its SHA-256 beside it, and verified
+//! before any worker is told to load it. A cold Python worker then starts from the snapshot in
+//! a fraction of the time a full Pyodide start takes.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::host::{WorkerConfig, runner_url};
+use super::jail;
+use crate::runtime::{DENO, PYODIDE};
+
+/// How long making a snapshot may take (a full Pyodide start plus stdlib imports).
+const MAKE_TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("cannot prepare the snapshot directory {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("making the Pyodide snapshot failed: {0}")]
+    Make(String),
+}
+
+/// Where the snapshot for the pinned runtime versions lives.
+pub fn path(cache_dir: &Path) -> PathBuf {
+    cache_dir.join(format!(
+        "pyodide-{}-deno-{}.snapshot",
+        PYODIDE.version, DENO.version
+    ))
+}
+
+fn digest_path(snapshot: &Path) -> PathBuf {
+    snapshot.with_extension("snapshot.sha256")
+}
+
+fn sha256_of(path: &Path) -> Option<String> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(hex::encode(Sha256::digest(bytes)))
+}
+
+/// The snapshot if it exists and matches its recorded SHA-256.
+pub fn verified(cache_dir: &Path) -> Option<PathBuf> {
+    let snapshot = path(cache_dir);
+    let recorded = std::fs::read_to_string(digest_path(&snapshot)).ok()?;
+    (sha256_of(&snapshot)? == recorded.trim()).then_some(snapshot)
+}
+
+/// Returns a verified snapshot, making one first if there is none (or it fails verification).
+pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<PathBuf, SnapshotError> {
+    if let Some(snapshot) = verified(cache_dir) {
+        return Ok(snapshot);
+    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| SnapshotError::Io { path, source }
+    };
+    std::fs::create_dir_all(cache_dir).map_err(io(cache_dir))?;
+    let target = path(cache_dir);
+    // Made under a temporary name, hashed, then moved into place: a crash never leaves a
+    // half-written snapshot that looks valid.
+    let staging = tempfile::Builder::new()
+        .prefix(".snapshot-")
+        .tempdir_in(cache_dir)
+        .map_err(io(cache_dir))?;
+    let out = staging.path().join("snapshot");
+    let workdir = staging.path().join("cwd");
+    let deno_dir = staging.path().join("deno");
+    for dir in [&workdir, &deno_dir] {
+        std::fs::create_dir(dir).map_err(io(dir))?;
+    }
+    let mut cmd = tokio::process::Command::new(&config.deno);
+    jail::confine(&mut cmd, config.jail);
+    cmd.env("DENO_DIR", &deno_dir)
+        .current_dir(&workdir)
+        .args([
+            "run",
+            "--no-prompt",
+            "--no-config",
+            "--no-lock",
+            "--no-remote",
+            "--no-npm",
+            "--quiet",
+        ])
+        .arg(format!("--allow-read={}", config.pyodide_dir.display()))
+        .arg(format!("--allow-write={}", out.display()))
+        .arg(runner_url())
+        .arg("snapshot")
+        .arg(&config.pyodide_dir)
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    tracing::info!("making the Pyodide memory snapshot (once per runtime version)");
+    let child = cmd
+        .spawn()
+        .map_err(|e| SnapshotError::Make(format!("cannot start deno: {e}")))?;
+    let output = tokio::time::timeout(MAKE_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| SnapshotError::Make("timed out".into()))?
+        .map_err(|e| SnapshotError::Make(e.to_string()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(SnapshotError::Make(format!(
+            "{}: {}",
+            output.status,
+            stderr.trim().chars().take(2000).collect::<String>()
+        )));
+    }
+    let digest =
+        sha256_of(&out).ok_or_else(|| SnapshotError::Make("no snapshot written".into()))?;
+    std::fs::rename(&out, &target).map_err(io(&target))?;
+    std::fs::write(digest_path(&target), &digest).map_err(io(&target))?;
+    tracing::info!(path = %target.display(), "Pyodide snapshot ready");
+    Ok(target)
+}
