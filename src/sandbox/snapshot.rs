@@ -120,3 +120,21 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<PathBuf, 
     tracing::info!(path = %target.display(), "Pyodide snapshot ready");
     Ok(target)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tampered_or_unrecorded_snapshot_is_not_used() {
+        let cache = tempfile::tempdir().unwrap();
+        let snapshot = path(cache.path());
+        std::fs::write(&snapshot, b"pyodide heap").unwrap();
+        assert_eq!(verified(cache.path()), None, "no recorded digest");
+        let digest = hex::encode(Sha256::digest(b"pyodide heap"));
+        std::fs::write(digest_path(&snapshot), &digest).unwrap();
+        assert_eq!(verified(cache.path()), Some(snapshot.clone()));
+        std::fs::write(&snapshot, b"pyodide heap, altered").unwrap();
+        assert_eq!(verified(cache.path()), None, "content no longer matches");
+    }
+}

@@ -189,7 +189,8 @@ class E2EEnv:
             # A fake secret: it must never show up in anything the sandbox can return.
             "CODE_EXECUTOR_E2E_CANARY": self.canary,
         }
-        for passthrough in ("CODE_EXECUTOR_RUNTIME_MIRROR", "RUST_LOG", "RUST_BACKTRACE", "LANG"):
+        # The cache holds the verified Pyodide snapshot; sharing it spares each server making one.
+        for passthrough in ("CODE_EXECUTOR_RUNTIME_MIRROR", "CODE_EXECUTOR_CACHE_DIR", "RUST_LOG", "RUST_BACKTRACE", "LANG"):
             if os.environ.get(passthrough):
                 env[passthrough] = os.environ[passthrough]
         env.update(self.extra_env)
