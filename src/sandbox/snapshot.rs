@@ -28,11 +28,16 @@ pub enum SnapshotError {
     Make(String),
 }
 
-/// Where the snapshot for the pinned runtime versions lives.
+/// Where the snapshot for the pinned runtime versions and this build's runner lives (the
+/// runner refuses a snapshot made by another runner, so builds sharing a cache must not share
+/// a file name).
 pub fn path(cache_dir: &Path) -> PathBuf {
+    let runner = hex::encode(Sha256::digest(runner_url().as_bytes()));
     cache_dir.join(format!(
-        "pyodide-{}-deno-{}.snapshot",
-        PYODIDE.version, DENO.version
+        "pyodide-{}-deno-{}-runner-{}.snapshot",
+        PYODIDE.version,
+        DENO.version,
+        &runner[..12]
     ))
 }
 
