@@ -148,3 +148,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
                     seen.add(id(c))
                     label = name if isinstance(value, McpClient) else f"{name}[{i}]"
                     report.sections.append((f"code-executor log ({label}, {c.transport}) tail", c.log_tail(4000)))
+
+
+@pytest.fixture(scope="module")
+def trap():
+    """A loopback listener that records any connection: sandboxed code must never reach it."""
+    from harness import Trap
+
+    t = Trap()
+    yield t
+    t.close()

@@ -17,6 +17,7 @@ runtime dir from `CODE_EXECUTOR_RUNTIME_DIR` (default `<repo>/target/runtimes`).
 from __future__ import annotations
 
 import contextlib
+from datetime import datetime, timezone
 import json
 import os
 import queue
@@ -799,3 +800,16 @@ def sandbox_workers(server_pid: int) -> dict[str, list[int]]:
         else:
             kinds["other"].append(pid)
     return kinds
+
+
+def assert_workflow_common(ex, allowed: list[str], delivered: list[dict]) -> None:
+    """What every multi-server workflow test (TypeScript or Python) checks of its result."""
+    now = ex.result["now"]
+    assert now["timezone"] == "UTC"
+    stamp = datetime.fromisoformat(now["datetime"])
+    assert abs((stamp - datetime.now(timezone.utc)).total_seconds()) < 300, now
+    assert f"checked {len(delivered)} delivered orders" in ex.output
+    # Only the filtered data came back: the full order list stayed in the sandbox.
+    assert "O1001" not in ex.everything()
+    assert sorted(ex.tool_calls) == sorted(allowed), ex.tool_calls
+    assert {t: row["calls"] for t, row in ex.summary.items()} == {t: 1 for t in allowed}

@@ -20,13 +20,6 @@ from harness import PASSWD_RE, TRAP_TOKEN, McpClient, Trap, assert_alive, ok, ru
 TAG = uuid.uuid4().hex[:12]
 
 
-@pytest.fixture(scope="module")
-def trap():
-    t = Trap()
-    yield t
-    t.close()
-
-
 @dataclass
 class Ctx:
     client: McpClient

@@ -46,13 +46,6 @@ def client(stdio_client: McpClient) -> McpClient:
     return stdio_client
 
 
-@pytest.fixture(scope="module")
-def trap():
-    t = Trap()
-    yield t
-    t.close()
-
-
 @dataclass
 class Ctx:
     client: McpClient
