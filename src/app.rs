@@ -87,14 +87,12 @@ impl App {
         // A verified snapshot is used at once. When serving without one, it is made in the
         // background; Python works meanwhile, only slower to start.
         if let Some(path) = snapshot::verified(&settings.cache_dir) {
-            let _ = worker.python_snapshot.set(path);
+            worker.python_snapshot.set(path);
         } else if serving {
             let (worker, cache_dir) = (worker.clone(), settings.cache_dir.clone());
             tokio::spawn(async move {
                 match snapshot::ensure(&worker, &cache_dir).await {
-                    Ok(path) => {
-                        let _ = worker.python_snapshot.set(path);
-                    }
+                    Ok(path) => worker.python_snapshot.set(path),
                     Err(e) => tracing::warn!("Python workers start without a snapshot: {e}"),
                 }
             });

@@ -41,11 +41,31 @@ pub trait HostCalls: Send + Sync + 'static {
 pub struct WorkerConfig {
     pub deno: PathBuf,
     pub pyodide_dir: PathBuf,
-    /// A verified Pyodide memory snapshot; Python workers start from it once it is set (it may
-    /// be made in the background after the server has started).
-    pub python_snapshot: Arc<std::sync::OnceLock<PathBuf>>,
+    /// A verified Pyodide memory snapshot; Python workers start from it while it is set (it may
+    /// be made in the background after the server has started, and is dropped if a worker
+    /// finds it unusable).
+    pub python_snapshot: SnapshotSlot,
     pub heap_limit_mb: u32,
     pub jail: JailPolicy,
+}
+
+/// The snapshot Python workers currently start from, shared by every clone of a config.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotSlot(Arc<std::sync::RwLock<Option<PathBuf>>>);
+
+impl SnapshotSlot {
+    pub fn get(&self) -> Option<PathBuf> {
+        self.0.read().expect("snapshot slot lock").clone()
+    }
+
+    pub fn set(&self, path: PathBuf) {
+        *self.0.write().expect("snapshot slot lock") = Some(path);
+    }
+
+    /// Stops using the snapshot (Python then starts the slow way, but still starts).
+    pub fn discard(&self) {
+        *self.0.write().expect("snapshot slot lock") = None;
+    }
 }
 
 /// How long a worker may take to announce `ready` (a Python worker without a snapshot loads
@@ -77,6 +97,8 @@ pub enum SpawnError {
     },
     #[error("the worker did not become ready: {0}")]
     NotReady(String),
+    #[error("the Pyodide snapshot cannot be loaded: {0}")]
+    SnapshotUnusable(String),
 }
 
 /// A started worker that has announced `ready` and has not run anything yet.
@@ -166,7 +188,14 @@ impl Worker {
                 truncate(&line, 200)
             ))),
             Some(Err(e)) => Err(SpawnError::NotReady(e.to_string())),
-            None => Err(SpawnError::NotReady(worker.exit_diagnosis().await)),
+            None => {
+                let diagnosis = worker.exit_diagnosis().await;
+                if diagnosis.contains("runner: snapshot unusable") {
+                    Err(SpawnError::SnapshotUnusable(diagnosis))
+                } else {
+                    Err(SpawnError::NotReady(diagnosis))
+                }
+            }
         }
     }
 
@@ -316,11 +345,13 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         "--quiet".into(),
         format!("--v8-flags={v8_flags}"),
     ];
+    // Read once, so the permission and the argument always name the same file.
+    let snapshot = config.python_snapshot.get();
     if language == Language::Python {
         // The only permission any worker ever gets: reading the Pyodide distribution (and its
         // verified snapshot).
         let mut readable = config.pyodide_dir.display().to_string();
-        if let Some(snapshot) = config.python_snapshot.get() {
+        if let Some(snapshot) = &snapshot {
             readable.push(',');
             readable.push_str(&snapshot.display().to_string());
         }
@@ -332,7 +363,7 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
     args.push(language.as_str().to_string());
     if language == Language::Python {
         args.push(config.pyodide_dir.display().to_string());
-        if let Some(snapshot) = config.python_snapshot.get() {
+        if let Some(snapshot) = &snapshot {
             args.push(snapshot.display().to_string());
         }
     }

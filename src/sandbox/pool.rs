@@ -53,7 +53,20 @@ impl WorkerPool {
         self.wanted.notify_one();
         match pooled {
             Some(worker) => Ok(worker),
-            None => Worker::start(&self.config, self.language).await,
+            None => self.start_one().await,
+        }
+    }
+
+    /// Starts a worker; a snapshot the runner refuses is dropped (logged loudly) and the start
+    /// retried without it, so Python keeps working, only slower to start.
+    async fn start_one(&self) -> Result<Worker, SpawnError> {
+        match Worker::start(&self.config, self.language).await {
+            Err(SpawnError::SnapshotUnusable(reason)) => {
+                tracing::error!("discarding the Pyodide snapshot: {reason}");
+                self.config.python_snapshot.discard();
+                Worker::start(&self.config, self.language).await
+            }
+            other => other,
         }
     }
 
@@ -67,8 +80,26 @@ impl WorkerPool {
     }
 }
 
-/// Keeps the stock full until the pool is dropped. Start failures back off, so a broken
-/// runtime does not spin.
+/// Memory the machine must still have available before another idle worker is started.
+const MIN_AVAILABLE_BYTES: u64 = 512 * 1024 * 1024;
+
+/// `MemAvailable` from /proc/meminfo, if readable.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Keeps the stock full until the pool is dropped, as long as the machine has memory to spare
+/// (idle workers are a convenience, never worth memory pressure). Start failures back off, so
+/// a broken runtime does not spin.
 async fn refill(pool: std::sync::Weak<WorkerPool>) {
     let mut backoff = std::time::Duration::from_millis(100);
     loop {
@@ -80,7 +111,12 @@ async fn refill(pool: std::sync::Weak<WorkerPool>) {
             wanted.notified().await;
             continue;
         }
-        match Worker::start(&p.config, p.language).await {
+        if available_memory().is_some_and(|bytes| bytes < MIN_AVAILABLE_BYTES) {
+            drop(p);
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            continue;
+        }
+        match p.start_one().await {
             Ok(worker) => {
                 p.ready.lock().expect("pool lock").push_back(worker);
                 backoff = std::time::Duration::from_millis(100);
