@@ -536,25 +536,23 @@ def ok_py(client: McpClient, code: str, **kw: Any) -> Exec:
 
 
 ALIVE_CODE = 'console.log("alive"); return 6 * 7;'
+ALIVE_PY = 'print("alive")\n6 * 7'
+
+
+def _assert_alive(ex: Exec, language: str) -> None:
+    assert ex.success, f"server did not recover ({language}): " + ex.describe()
+    assert ex.result == 42, ex.describe()
+    assert "alive" in ex.output, ex.describe()
 
 
 def assert_alive(client: McpClient) -> None:
     """The server still serves a normal execution after whatever just happened."""
-    ex = run_ts(client, ALIVE_CODE)
-    assert ex.success, "server did not recover: " + ex.describe()
-    assert ex.result == 42, ex.describe()
-    assert "alive" in ex.output, ex.describe()
-
-
-ALIVE_PY = 'print("alive")\n6 * 7'
+    _assert_alive(run_ts(client, ALIVE_CODE), "typescript")
 
 
 def assert_alive_py(client: McpClient) -> None:
     """The server still serves a normal Python execution (a fresh Python worker) after whatever just happened."""
-    ex = run_py(client, ALIVE_PY)
-    assert ex.success, "server did not recover (python): " + ex.describe()
-    assert ex.result == 42, ex.describe()
-    assert "alive" in ex.output, ex.describe()
+    _assert_alive(run_py(client, ALIVE_PY), "python")
 
 
 def assert_alive_both(client: McpClient) -> None:
@@ -813,3 +811,11 @@ def assert_workflow_common(ex, allowed: list[str], delivered: list[dict]) -> Non
     assert "O1001" not in ex.everything()
     assert sorted(ex.tool_calls) == sorted(allowed), ex.tool_calls
     assert {t: row["calls"] for t, row in ex.summary.items()} == {t: 1 for t in allowed}
+
+
+def assert_refusals(ex, tool: str, keys=("a", "b", "c")) -> None:
+    """Each of `keys` in the result holds the refusal message for `tool` (never "called")."""
+    for key in keys:
+        msg = ex.result[key]
+        assert msg != "called", ex.describe()
+        assert tool in msg and "not in allowedTools" in msg, msg
