@@ -294,14 +294,9 @@ impl Bridge {
                 self.upstream.resolve(&name).map_err(|e| e.to_string())?
             }
             ToolTarget::Split { server, tool } => {
-                if !self.upstream.contains(&server) {
-                    return Err(self
-                        .upstream
-                        .resolve(&format!("mcp__{server}__{tool}"))
-                        .err()
-                        .map(|e| e.to_string())
-                        .unwrap_or_else(|| format!("no MCP server named `{server}`")));
-                }
+                self.upstream
+                    .ensure_known(&server)
+                    .map_err(|e| e.to_string())?;
                 (server, tool)
             }
         };

@@ -120,8 +120,9 @@ impl UpstreamPool {
         self.servers.keys().map(String::as_str)
     }
 
-    pub fn contains(&self, server: &str) -> bool {
-        self.servers.contains_key(server)
+    /// An error naming the configured servers when `server` is not one of them.
+    pub fn ensure_known(&self, server: &str) -> Result<(), UpstreamError> {
+        self.slot(server).map(|_| ())
     }
 
     fn slot(&self, server: &str) -> Result<&Arc<Slot>, UpstreamError> {
