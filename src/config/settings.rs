@@ -395,6 +395,48 @@ mod tests {
     }
 
     #[test]
+    fn lists_and_the_token_come_from_the_environment() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env(
+                "CODE_EXECUTOR_POLICY_DENY",
+                "[mcp__Test-Store__delete_*, mcp__time__convert_time]",
+            );
+            jail.set_env("CODE_EXECUTOR_HTTP_TOKEN", "0123456789abcdef0123");
+            let s = Settings::load(None).expect("loads");
+            assert_eq!(
+                s.policy_deny,
+                ["mcp__Test-Store__delete_*", "mcp__time__convert_time"]
+            );
+            assert_eq!(
+                s.http_token.as_ref().map(Secret::expose),
+                Some("0123456789abcdef0123")
+            );
+            assert!(!format!("{s:?}").contains("0123456789abcdef"));
+            jail.set_env("CODE_EXECUTOR_HTTP_TOKEN", "short");
+            let err = Settings::load(None).unwrap_err().to_string();
+            assert!(err.contains("at least 16"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_token_file_is_read_and_trimmed() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("token", "file-token-0123456789\n")?;
+            jail.create_file("c.toml", "http_token_file = \"token\"\n")?;
+            let s = Settings::load(Some(Path::new("c.toml"))).expect("loads");
+            assert_eq!(
+                s.http_token.as_ref().map(Secret::expose),
+                Some("file-token-0123456789")
+            );
+            jail.create_file("c2.toml", "http_token_file = \"missing\"\n")?;
+            let err = Settings::load(Some(Path::new("c2.toml"))).unwrap_err();
+            assert!(err.to_string().contains("missing"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
     fn out_of_range_is_refused() {
         let raw = RawSettings {
             heap_limit_mb: Some(1),

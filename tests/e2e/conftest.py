@@ -58,11 +58,12 @@ def start_client(
     root: Path,
     servers: tuple[str, ...] = harness.ALL_SERVERS,
     extra_env: dict[str, str] | None = None,
+    http_headers: dict[str, str] | None = None,
 ) -> McpClient:
     """Start one code-executor server (its settings overridable through `extra_env`, e.g.
-    `{"CODE_EXECUTOR_HEAP_LIMIT_MB": "128"}`) and connect to it."""
+    `{"CODE_EXECUTOR_HEAP_LIMIT_MB": "128"}`) and connect to it (over HTTP with `http_headers`)."""
     e2e = E2EEnv(root, servers=servers, extra_env=dict(extra_env or {}))
-    client = McpClient(transport, e2e, root / f"code-executor-{transport}.log")
+    client = McpClient(transport, e2e, root / f"code-executor-{transport}.log", http_headers=http_headers)
     try:
         client.start()
     except Exception as exc:
@@ -105,8 +106,9 @@ class ServerFactory:
         extra_env: dict[str, str] | None = None,
         servers: tuple[str, ...] = ("time", "Test-Store"),
         transport: str = "stdio",
+        http_headers: dict[str, str] | None = None,
     ) -> McpClient:
-        c = start_client(transport, self.tmp_path_factory.mktemp("server"), servers, extra_env)
+        c = start_client(transport, self.tmp_path_factory.mktemp("server"), servers, extra_env, http_headers)
         self.clients.append(c)
         return c
 

@@ -40,6 +40,7 @@ import jsonschema
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CallToolResult, TextContent
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,6 +230,7 @@ class McpClient:
         log_path: Path,
         call_timeout: float = 90.0,
         stdio_params: StdioServerParameters | None = None,
+        http_headers: dict[str, str] | None = None,
     ):
         """`stdio_params` connects to some other stdio MCP server instead of code-executor (used to
         check the downstream test servers themselves)."""
@@ -237,6 +239,8 @@ class McpClient:
         self.transport = transport
         self.e2e = e2e
         self.stdio_params = stdio_params
+        # Sent with every HTTP request (e.g. `Authorization`).
+        self.http_headers = dict(http_headers or {})
         # Our own contract (structuredContent + text block) only holds for code-executor's tools.
         self.check_contract = stdio_params is None
         self.log_path = log_path
@@ -324,7 +328,8 @@ class McpClient:
                     yield session
         else:
             assert self.url
-            async with streamable_http_client(self.url) as (read, write):
+            http_client = create_mcp_http_client(headers=self.http_headers) if self.http_headers else None
+            async with streamable_http_client(self.url, http_client=http_client) as (read, write):
                 async with ClientSession(read, write) as session:
                     with anyio.fail_after(60):
                         await session.initialize()

@@ -810,6 +810,12 @@ def count_calls() -> str:
 
 
 @tool()
+def env_has(name: str) -> str:
+    """Whether this server process has the named environment variable (test helper)."""
+    return _j({"name": name, "present": name in os.environ})
+
+
+@tool()
 def get_pid() -> str:
     """The process id of this server process (test helper)."""
     return _j({"pid": os.getpid()})
