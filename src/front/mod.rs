@@ -338,11 +338,22 @@ impl ServerHandler for Front {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        // The call runs in its own task, so that when this future is dropped (an HTTP client
+        // that disconnects) the execution still sees a cancellation, kills its worker and
+        // leaves its audit record, instead of vanishing mid-way.
+        let cancel = context.ct.child_token();
+        let _cancel_on_drop = cancel.clone().drop_guard();
         let caller = Caller {
             session: session_of(&context),
-            cancel: context.ct.clone(),
+            cancel,
         };
-        let dispatch = self.dispatch_for(&request.name, args, &caller);
+        let front = self.clone();
+        let name = request.name.clone();
+        let dispatch = async move {
+            tokio::spawn(async move { front.dispatch_for(&name, args, &caller).await })
+                .await
+                .unwrap_or_else(|e| Err(format!("internal error: {e}")))
+        };
         let result = match context.meta.get_progress_token() {
             Some(token) => {
                 // Report progress (seconds elapsed) until the call returns.

@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from harness import McpClient, check_exec, free_port, ok, ok_py, run_ts, assert_alive
@@ -229,22 +228,31 @@ def test_the_audit_file_holds_exactly_the_session_records(start_server, tmp_path
 # --------------------------------------------------------------------------------------------
 
 
-def test_a_cancelled_execution_kills_its_worker(start_server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_cancelled_execution_kills_its_worker(start_server, tmp_path: Path, transport: str) -> None:
     audit_dir = tmp_path / "audit"
-    c = start_server({"CODE_EXECUTOR_AUDIT_LOG_DIR": str(audit_dir)})
+    c = start_server({"CODE_EXECUTOR_AUDIT_LOG_DIR": str(audit_dir)}, transport=transport)
+
+    arguments = {"code": "while (true) {}", "timeoutMs": 120000}
 
     async def abandon() -> str:
-        # The SDK sends `notifications/cancelled` when it gives up waiting.
+        # Over stdio the SDK sends `notifications/cancelled` when it gives up waiting.
         try:
-            await c.session.call_tool(
-                "executeTypescript", {"code": "while (true) {}", "timeoutMs": 120000}, read_timeout_seconds=2
-            )
+            await c.session.call_tool("executeTypescript", arguments, read_timeout_seconds=2)
         except Exception as e:  # noqa: BLE001 - the timeout is the point
             return type(e).__name__
         return "finished"
 
     t0 = time.monotonic()
-    assert c.run_async(abandon) != "finished"
+    if transport == "stdio":
+        assert c.run_async(abandon) != "finished"
+    else:
+        # Over streamable HTTP (2026-07-28) closing the request's response stream is the
+        # cancellation: a client that gives up and disconnects.
+        assert c.port is not None
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "executeTypescript", "arguments": arguments}}
+        with pytest.raises(TimeoutError):
+            post(c.port, {"MCP-Protocol-Version": "2025-11-25"}, body=call, timeout=2)
     records = audit_records(audit_dir, want=1, timeout=15)
     assert records and records[0]["outcome"] == "cancelled", records
     assert records[0]["durationMs"] < 15000, records
@@ -252,8 +260,9 @@ def test_a_cancelled_execution_kills_its_worker(start_server, tmp_path: Path) ->
     assert_alive(c)
 
 
-def test_long_executions_report_progress(start_server) -> None:
-    c = start_server()
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_long_executions_report_progress(start_server, transport: str) -> None:
+    c = start_server(transport=transport)
     seen: list[tuple[float, str | None]] = []
 
     async def with_progress():
@@ -279,23 +288,25 @@ def test_long_executions_report_progress(start_server) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def post(port: int, headers: dict[str, str], path: str = "/mcp") -> tuple[int, str]:
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-        }
-    ).encode()
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+
+
+def post(
+    port: int, headers: dict[str, str], path: str = "/mcp", body: dict[str, Any] = INITIALIZE, timeout: float = 30
+) -> tuple[int, str]:
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}",
-        data=body,
+        data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return resp.status, resp.read(2000).decode("utf-8", "replace")
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode("utf-8", "replace")
