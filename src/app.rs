@@ -83,6 +83,7 @@ impl App {
                 max_data_bytes: settings.worker_memory_mb * 1024 * 1024,
                 ..JailPolicy::default()
             },
+            wrappers_dir: Some(settings.wrappers_dir.clone()),
         };
         // A verified snapshot is used at once. When serving without one, it is made in the
         // background; Python works meanwhile, only slower to start.
@@ -132,5 +133,7 @@ pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryEr
         env: std::env::vars().collect::<BTreeMap<_, _>>(),
         self_names: SELF_NAMES.iter().map(|s| s.to_string()).collect(),
     };
-    discovery::discover(&inputs)
+    let mut found = discovery::discover(&inputs)?;
+    crate::setup::servers_file::merge_into(&mut found, &inputs, &settings.servers_file)?;
+    Ok(found)
 }

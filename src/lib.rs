@@ -15,4 +15,6 @@ pub mod executor;
 pub mod front;
 pub mod runtime;
 pub mod sandbox;
+pub mod setup;
 pub mod upstream;
+pub mod wrappers;
