@@ -11,7 +11,9 @@ use crate::upstream::{ServerStatus, UpstreamError, UpstreamPool};
 const SUMMARY_CHARS: usize = 120;
 
 /// How much `searchTools` says about each match.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Detail {
     /// Names only: the cheapest answer.
@@ -72,7 +74,11 @@ impl SearchResult {
             lines.push(format!(
                 "(connected {} to search {})",
                 self.connected.join(", "),
-                if self.connected.len() == 1 { "it" } else { "them" }
+                if self.connected.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
             ));
         }
         for u in &self.unavailable {
@@ -154,12 +160,17 @@ pub async fn search_detailed(
             let e = hit.entry;
             let (description, signature) = match detail {
                 Detail::Name => (None, None),
-                Detail::Summary => (Some(catalog::one_line(Some(&e.description), SUMMARY_CHARS)), None),
+                Detail::Summary => (
+                    Some(catalog::one_line(Some(&e.description), SUMMARY_CHARS)),
+                    None,
+                ),
                 Detail::Full => {
                     let signature = tools_by_name
                         .get(&e.server)
                         .and_then(|tools| tools.iter().find(|t| t.name == e.tool))
-                        .map(|t| catalog::signature(&e.tool, &t.input_schema, t.output_schema.as_deref()));
+                        .map(|t| {
+                            catalog::signature(&e.tool, &t.input_schema, t.output_schema.as_deref())
+                        });
                     (Some(e.description.trim().to_string()), signature)
                 }
             };

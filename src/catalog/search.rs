@@ -89,7 +89,9 @@ const SYNONYMS: &[&[&str]] = &[
     &["update", "edit", "modify", "change", "patch", "rename"],
     &["search", "find", "query", "lookup", "look"],
     &["list", "enumerate", "browse"],
-    &["read", "fetch", "retrieve", "view", "show", "load", "download"],
+    &[
+        "read", "fetch", "retrieve", "view", "show", "load", "download",
+    ],
     &["write", "save", "store", "upload"],
     &["directory", "folder", "dir"],
     &["file", "document", "doc"],
@@ -134,7 +136,9 @@ pub fn stem(word: &str) -> String {
         let base = &w[..n - 2];
         return undouble(base);
     }
-    if n > 4 && (w.ends_with("ches") || w.ends_with("shes") || w.ends_with("sses") || w.ends_with("xes")) {
+    if n > 4
+        && (w.ends_with("ches") || w.ends_with("shes") || w.ends_with("sses") || w.ends_with("xes"))
+    {
         return w[..n - 2].to_string();
     }
     if n > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
@@ -146,7 +150,10 @@ pub fn stem(word: &str) -> String {
 /// `committ` → `commit`, `mapp` → `map`.
 fn undouble(base: &str) -> String {
     let b = base.as_bytes();
-    if b.len() >= 3 && b[b.len() - 1] == b[b.len() - 2] && !matches!(b[b.len() - 1], b'l' | b's' | b'z') {
+    if b.len() >= 3
+        && b[b.len() - 1] == b[b.len() - 2]
+        && !matches!(b[b.len() - 1], b'l' | b's' | b'z')
+    {
         return base[..base.len() - 1].to_string();
     }
     base.to_string()
@@ -191,7 +198,8 @@ impl Field {
                 0.7
             } else if q.stem.starts_with(t.as_str()) && t.len() >= 4 {
                 0.6
-            } else if q.stem.len() >= 4 && t.len() >= 4 && strsim::jaro_winkler(&q.stem, t) >= 0.92 {
+            } else if q.stem.len() >= 4 && t.len() >= 4 && strsim::jaro_winkler(&q.stem, t) >= 0.92
+            {
                 0.5
             } else {
                 0.0
@@ -328,7 +336,12 @@ fn score(entry: &CatalogEntry, ix: &Indexed, query: &str, words: &[QueryWord]) -
     let mut score = total / weight_sum;
     // The query spells out the whole tool name (`create issue` → `create_issue`).
     let query_stems: Vec<&str> = words.iter().map(|w| w.stem.as_str()).collect();
-    if !ix.name_stems.is_empty() && ix.name_stems.iter().all(|s| query_stems.contains(&s.as_str())) {
+    if !ix.name_stems.is_empty()
+        && ix
+            .name_stems
+            .iter()
+            .all(|s| query_stems.contains(&s.as_str()))
+    {
         score += 2.0;
     }
     // Same words as the tool name in another spelling (`getCurrentTime`).

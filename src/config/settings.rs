@@ -150,8 +150,12 @@ impl Settings {
             max_tool_calls_per_execution: raw.max_tool_calls_per_execution.unwrap_or(1000),
             tool_call_timeout: Duration::from_millis(raw.tool_call_timeout_ms.unwrap_or(60_000)),
             connect_timeout: Duration::from_millis(raw.connect_timeout_ms.unwrap_or(30_000)),
-            servers_file: raw.servers_file.unwrap_or_else(|| own_config_dir().join("servers.json")),
-            wrappers_dir: raw.wrappers_dir.unwrap_or_else(|| own_data_dir().join("wrappers")),
+            servers_file: raw
+                .servers_file
+                .unwrap_or_else(|| own_config_dir().join("servers.json")),
+            wrappers_dir: raw
+                .wrappers_dir
+                .unwrap_or_else(|| own_data_dir().join("wrappers")),
             source,
         };
         settings.check()?;

@@ -371,7 +371,10 @@ fn stage_wrappers(config: &WorkerConfig, language: Language, cwd: &Path) -> Opti
         else {
             continue;
         };
-        if !file.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_WRAPPER_BYTES) {
+        if !file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() <= MAX_WRAPPER_BYTES)
+        {
             continue;
         }
         let mut text = Vec::new();

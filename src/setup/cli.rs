@@ -93,7 +93,10 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
         print!("{}", change.diff());
     }
     if plan.is_empty() {
-        println!("Nothing to change: code-executor is already set up for {}.", labels(&clients));
+        println!(
+            "Nothing to change: code-executor is already set up for {}.",
+            labels(&clients)
+        );
     }
     if args.dry_run {
         println!("\nDry run: nothing was written.");
@@ -140,7 +143,12 @@ fn print_survey(found: &[Survey]) {
         } else {
             "code-executor not registered"
         };
-        println!("  {} ({}; --client {})", s.client.label(), state, s.client.id());
+        println!(
+            "  {} ({}; --client {})",
+            s.client.label(),
+            state,
+            s.client.id()
+        );
         if s.files.is_empty() {
             println!("      no MCP config file yet");
         }
@@ -162,7 +170,11 @@ fn print_survey(found: &[Survey]) {
                     .collect::<Vec<_>>()
                     .join(", "),
             };
-            println!("      {} [{}]: {what}", file.path.display(), file.scope_label);
+            println!(
+                "      {} [{}]: {what}",
+                file.path.display(),
+                file.scope_label
+            );
         }
     }
     if !any {
@@ -200,7 +212,9 @@ fn choose(
     for (i, c) in detected.iter().enumerate() {
         println!("  {}. {}", i + 1, c.label());
     }
-    print!("Register code-executor with which clients? (numbers separated by commas, Enter = all) ");
+    print!(
+        "Register code-executor with which clients? (numbers separated by commas, Enter = all) "
+    );
     std::io::stdout().flush()?;
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
@@ -223,8 +237,7 @@ fn confirm(question: &str) -> Result<bool, CliError> {
 /// Connects to every downstream server this server will see (as `serve` would), with a
 /// progress bar, and prints what each offers.
 async fn index(settings: &Settings) -> Result<(), CliError> {
-    let discovery =
-        crate::app::discover(settings).map_err(|e| CliError::Index(e.to_string()))?;
+    let discovery = crate::app::discover(settings).map_err(|e| CliError::Index(e.to_string()))?;
     let pool = UpstreamPool::new(
         discovery.servers.clone(),
         discovery
@@ -274,7 +287,10 @@ async fn index(settings: &Settings) -> Result<(), CliError> {
 
 fn print_summary(plan: &Plan, written: &[Written], dry_run: bool) {
     println!("\nSummary:");
-    println!("  {:<15} {:<20} {:<9} CONFIG", "CLIENT", "CODE-EXECUTOR", "DISABLED");
+    println!(
+        "  {:<15} {:<20} {:<9} CONFIG",
+        "CLIENT", "CODE-EXECUTOR", "DISABLED"
+    );
     for o in &plan.outcomes {
         let registration = match (dry_run, o.registration) {
             (true, "added") => "would be added",
@@ -289,7 +305,11 @@ fn print_summary(plan: &Plan, written: &[Written], dry_run: bool) {
             o.file.display()
         );
         if !o.disabled.is_empty() {
-            println!("  {:<15} switched off in the client: {}", "", o.disabled.join(", "));
+            println!(
+                "  {:<15} switched off in the client: {}",
+                "",
+                o.disabled.join(", ")
+            );
         }
     }
     for w in written {

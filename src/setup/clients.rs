@@ -151,13 +151,25 @@ impl Places {
         };
         let (h, p) = (&self.home, &self.project);
         Some(match (client, scope) {
-            (Client::ClaudeCode, Scope::User) => json(h.join(".claude.json"), "mcpServers", "user scope"),
-            (Client::ClaudeCode, Scope::Project) => json(p.join(".mcp.json"), "mcpServers", "project scope"),
-            (Client::Cursor, Scope::User) => json(h.join(".cursor/mcp.json"), "mcpServers", "global"),
-            (Client::Cursor, Scope::Project) => json(p.join(".cursor/mcp.json"), "mcpServers", "project"),
+            (Client::ClaudeCode, Scope::User) => {
+                json(h.join(".claude.json"), "mcpServers", "user scope")
+            }
+            (Client::ClaudeCode, Scope::Project) => {
+                json(p.join(".mcp.json"), "mcpServers", "project scope")
+            }
+            (Client::Cursor, Scope::User) => {
+                json(h.join(".cursor/mcp.json"), "mcpServers", "global")
+            }
+            (Client::Cursor, Scope::Project) => {
+                json(p.join(".cursor/mcp.json"), "mcpServers", "project")
+            }
             (Client::Vscode, Scope::User) => json(self.vscode_user(), "servers", "user"),
-            (Client::Vscode, Scope::Project) => json(p.join(".vscode/mcp.json"), "servers", "workspace"),
-            (Client::ClaudeDesktop, Scope::User) => json(self.claude_desktop(), "mcpServers", "user"),
+            (Client::Vscode, Scope::Project) => {
+                json(p.join(".vscode/mcp.json"), "servers", "workspace")
+            }
+            (Client::ClaudeDesktop, Scope::User) => {
+                json(self.claude_desktop(), "mcpServers", "user")
+            }
             (Client::ClaudeDesktop, Scope::Project) => return None,
             (Client::Codex, Scope::User) => ServerFile {
                 path: h.join(".codex/config.toml"),
@@ -169,8 +181,12 @@ impl Places {
                 layout: Layout::Toml,
                 scope_label: "project".into(),
             },
-            (Client::Gemini, Scope::User) => json(h.join(".gemini/settings.json"), "mcpServers", "user"),
-            (Client::Gemini, Scope::Project) => json(p.join(".gemini/settings.json"), "mcpServers", "project"),
+            (Client::Gemini, Scope::User) => {
+                json(h.join(".gemini/settings.json"), "mcpServers", "user")
+            }
+            (Client::Gemini, Scope::Project) => {
+                json(p.join(".gemini/settings.json"), "mcpServers", "project")
+            }
         })
     }
 
@@ -204,7 +220,11 @@ impl Places {
     pub fn detected(&self, client: Client) -> bool {
         let (h, p) = (&self.home, &self.project);
         let marks: Vec<PathBuf> = match client {
-            Client::ClaudeCode => vec![h.join(".claude.json"), h.join(".claude"), p.join(".mcp.json")],
+            Client::ClaudeCode => vec![
+                h.join(".claude.json"),
+                h.join(".claude"),
+                p.join(".mcp.json"),
+            ],
             Client::Cursor => vec![h.join(".cursor"), p.join(".cursor/mcp.json")],
             Client::Vscode => vec![p.join(".vscode"), self.vscode_user()],
             Client::ClaudeDesktop => vec![self.claude_desktop()],
@@ -323,7 +343,11 @@ pub fn listed_off(places: &Places, client: Client) -> Vec<String> {
     };
     let names = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut out = Vec::new();
@@ -360,7 +384,14 @@ pub fn listed_off(places: &Places, client: Client) -> Vec<String> {
 /// standard `type`/`url`/`headers`.
 pub fn portable(entry: &Entry) -> Value {
     let mut def: Map<String, Value> = entry.definition.as_object().cloned().unwrap_or_default();
-    for key in ["disabled", "enabled", "startup_timeout_sec", "tool_timeout_sec", "enabled_tools", "disabled_tools"] {
+    for key in [
+        "disabled",
+        "enabled",
+        "startup_timeout_sec",
+        "tool_timeout_sec",
+        "enabled_tools",
+        "disabled_tools",
+    ] {
         def.remove(key);
     }
     if let Some(url) = def.remove("httpUrl") {

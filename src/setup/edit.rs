@@ -97,9 +97,9 @@ impl JsonDoc {
         let mut walked = String::new();
         for key in path {
             walked.push_str(&format!("[{key:?}]"));
-            obj = obj.object_value_or_create(key).ok_or_else(|| {
-                EditError::Shape(format!("{walked} must be an object"))
-            })?;
+            obj = obj
+                .object_value_or_create(key)
+                .ok_or_else(|| EditError::Shape(format!("{walked} must be an object")))?;
         }
         Ok(obj)
     }
@@ -169,10 +169,14 @@ impl JsonDoc {
     pub fn disable_entry(&self, path: &[&str], name: &str) -> Result<bool, EditError> {
         let obj = self.object_at(path)?;
         let Some(entry) = obj.object_value(name) else {
-            return Err(EditError::Shape(format!("server \"{name}\" is not an object")));
+            return Err(EditError::Shape(format!(
+                "server \"{name}\" is not an object"
+            )));
         };
         match entry.get("disabled") {
-            Some(prop) if prop.value().and_then(|v| v.to_serde_value()) == Some(Value::Bool(true)) => {
+            Some(prop)
+                if prop.value().and_then(|v| v.to_serde_value()) == Some(Value::Bool(true)) =>
+            {
                 Ok(false)
             }
             Some(prop) => {
@@ -386,15 +390,24 @@ mod tests {
     fn appending_an_entry_keeps_everything_else() {
         let doc = JsonDoc::parse(CLAUDE).unwrap();
         let entry = json!({"command": "/opt/code-executor", "args": ["serve"]});
-        assert!(doc.set_entry(&["mcpServers"], "code-executor", &entry).unwrap());
+        assert!(
+            doc.set_entry(&["mcpServers"], "code-executor", &entry)
+                .unwrap()
+        );
         let out = doc.finish();
-        assert!(out.starts_with(&CLAUDE[..CLAUDE.find("    }\n  },").unwrap()]), "{out}");
+        assert!(
+            out.starts_with(&CLAUDE[..CLAUDE.find("    }\n  },").unwrap()]),
+            "{out}"
+        );
         let v = parse_json(&out).unwrap();
         assert_eq!(v["mcpServers"]["code-executor"], entry);
         assert_eq!(v["numStartups"], 12);
         // Idempotent.
         let doc = JsonDoc::parse(&out).unwrap();
-        assert!(!doc.set_entry(&["mcpServers"], "code-executor", &entry).unwrap());
+        assert!(
+            !doc.set_entry(&["mcpServers"], "code-executor", &entry)
+                .unwrap()
+        );
         assert_eq!(doc.finish(), out);
     }
 
@@ -408,7 +421,10 @@ mod tests {
         assert_eq!(added, ["a"]);
         assert!(doc.disable_entry(&["servers"], "a").unwrap());
         let out = doc.finish();
-        assert!(out.contains("// user settings") && out.contains("// trailing"), "{out}");
+        assert!(
+            out.contains("// user settings") && out.contains("// trailing"),
+            "{out}"
+        );
         let v = parse_json(&out).unwrap();
         assert_eq!(v["mcp"]["excluded"], json!(["a"]));
         assert_eq!(v["servers"]["a"]["disabled"], true);
@@ -416,9 +432,13 @@ mod tests {
 
     #[test]
     fn syntax_errors_have_a_line() {
-        let err = JsonDoc::parse("{\n  \"a\": 1,\n  \"b\": ]\n}").err().unwrap();
+        let err = JsonDoc::parse("{\n  \"a\": 1,\n  \"b\": ]\n}")
+            .err()
+            .unwrap();
         assert!(matches!(err, EditError::Syntax { line: 3, .. }), "{err:?}");
-        let err = TomlDoc::parse("[mcp_servers.x]\ncommand = \"a\"\nargs = [\n").err().unwrap();
+        let err = TomlDoc::parse("[mcp_servers.x]\ncommand = \"a\"\nargs = [\n")
+            .err()
+            .unwrap();
         assert!(matches!(err, EditError::Syntax { .. }), "{err:?}");
     }
 
@@ -427,13 +447,23 @@ mod tests {
         let text = "model = \"o3\"\n\n# my servers\n[mcp_servers.git]\ncommand = \"uvx\"\nargs = [\"mcp-server-git\"]\n";
         let mut doc = TomlDoc::parse(text).unwrap();
         let entry = json!({"command": "/opt/code-executor", "args": ["serve"]});
-        assert!(doc.set_entry("mcp_servers", "code-executor", &entry).unwrap());
+        assert!(
+            doc.set_entry("mcp_servers", "code-executor", &entry)
+                .unwrap()
+        );
         assert!(doc.disable_entry("mcp_servers", "git").unwrap());
         let out = doc.finish();
-        assert!(out.starts_with("model = \"o3\"\n\n# my servers\n[mcp_servers.git]\n"), "{out}");
+        assert!(
+            out.starts_with("model = \"o3\"\n\n# my servers\n[mcp_servers.git]\n"),
+            "{out}"
+        );
         assert!(out.contains("[mcp_servers.code-executor]\ncommand = \"/opt/code-executor\"\nargs = [\"serve\"]\n"), "{out}");
         let mut again = TomlDoc::parse(&out).unwrap();
-        assert!(!again.set_entry("mcp_servers", "code-executor", &entry).unwrap());
+        assert!(
+            !again
+                .set_entry("mcp_servers", "code-executor", &entry)
+                .unwrap()
+        );
         assert!(!again.disable_entry("mcp_servers", "git").unwrap());
         assert_eq!(again.finish(), out);
     }

@@ -250,7 +250,11 @@ impl Workspace {
                 if before.is_none() && after.trim().is_empty() {
                     return None;
                 }
-                Some(FileChange { path, before, after })
+                Some(FileChange {
+                    path,
+                    before,
+                    after,
+                })
             })
             .filter(FileChange::changed)
             .collect()
@@ -364,7 +368,10 @@ fn disable_others(
             let (mcpjson, other): (Vec<&Entry>, Vec<&Entry>) = others
                 .iter()
                 .partition(|e| e.file.path == places.project.join(".mcp.json"));
-            for (list, entries) in [("disabledMcpServers", other), ("disabledMcpjsonServers", mcpjson)] {
+            for (list, entries) in [
+                ("disabledMcpServers", other),
+                ("disabledMcpjsonServers", mcpjson),
+            ] {
                 let wanted: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
                 if wanted.is_empty() {
                     continue;
@@ -444,7 +451,9 @@ pub fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError> {
                 n += 1;
             }
             std::fs::copy(&change.path, &path).map_err(io)?;
-            permissions = std::fs::metadata(&change.path).ok().map(|m| m.permissions());
+            permissions = std::fs::metadata(&change.path)
+                .ok()
+                .map(|m| m.permissions());
             backup = Some(path);
         }
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
@@ -501,7 +510,10 @@ mod tests {
         assert_eq!(plan.changes.len(), 2, "{plan:?}");
         let cursor = edit::parse_json(&plan.changes[0].after).unwrap();
         assert_eq!(cursor["mcpServers"]["time"]["disabled"], true);
-        assert_eq!(cursor["mcpServers"]["code-executor"]["command"], "/opt/bin/code-executor");
+        assert_eq!(
+            cursor["mcpServers"]["code-executor"]["command"],
+            "/opt/bin/code-executor"
+        );
         let ours = edit::parse_json(&plan.changes[1].after).unwrap();
         assert_eq!(ours["mcpServers"]["time"]["command"], "uvx");
         assert!(ours["mcpServers"]["time"].get("disabled").is_none());
@@ -509,7 +521,11 @@ mod tests {
             ours["mcpServers"]["time"]["cwd"],
             home.join(".cursor/sub").to_string_lossy().as_ref()
         );
-        assert!(plan.changes[0].diff().contains("+      \"disabled\": true"), "{}", plan.changes[0].diff());
+        assert!(
+            plan.changes[0].diff().contains("+      \"disabled\": true"),
+            "{}",
+            plan.changes[0].diff()
+        );
 
         // Applied, then planned again: nothing left to do.
         let written = apply(&plan, "test").unwrap();

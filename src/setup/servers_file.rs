@@ -28,8 +28,16 @@ pub fn merge(main: &mut Discovery, own: Discovery) {
         .servers
         .iter()
         .map(|s| (s.name.clone(), s.source.clone()))
-        .chain(own.disabled.iter().map(|d| (d.name.clone(), d.source.clone())))
-        .chain(own.invalid.iter().map(|i| (i.name.clone(), i.source.clone())))
+        .chain(
+            own.disabled
+                .iter()
+                .map(|d| (d.name.clone(), d.source.clone())),
+        )
+        .chain(
+            own.invalid
+                .iter()
+                .map(|i| (i.name.clone(), i.source.clone())),
+        )
         .collect();
     for (name, by) in names {
         let lost = main
@@ -37,8 +45,18 @@ pub fn merge(main: &mut Discovery, own: Discovery) {
             .iter()
             .filter(|s| s.name == name)
             .map(|s| s.source.clone())
-            .chain(main.disabled.iter().filter(|d| d.name == name).map(|d| d.source.clone()))
-            .chain(main.invalid.iter().filter(|i| i.name == name).map(|i| i.source.clone()));
+            .chain(
+                main.disabled
+                    .iter()
+                    .filter(|d| d.name == name)
+                    .map(|d| d.source.clone()),
+            )
+            .chain(
+                main.invalid
+                    .iter()
+                    .filter(|i| i.name == name)
+                    .map(|i| i.source.clone()),
+            );
         let lost: Vec<_> = lost.collect();
         for source in lost {
             main.overridden.push(Overridden {

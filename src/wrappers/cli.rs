@@ -54,7 +54,10 @@ impl Outcome {
 }
 
 pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, WrappersError> {
-    let out_dir = args.out.clone().unwrap_or_else(|| settings.wrappers_dir.clone());
+    let out_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| settings.wrappers_dir.clone());
     let langs = if args.langs.is_empty() {
         vec![Lang::Ts, Lang::Py]
     } else {
@@ -102,7 +105,11 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
                 std::fs::read_to_string(out_dir.join(file)).ok()
             });
             for s in &stale {
-                println!("stale: {} ({})", out_dir.join(&s.file_name).display(), s.reason);
+                println!(
+                    "stale: {} ({})",
+                    out_dir.join(&s.file_name).display(),
+                    s.reason
+                );
             }
             outcome.stale += stale.len();
             if stale.is_empty() {

@@ -140,20 +140,105 @@ fn words(name: &str) -> Vec<String> {
 }
 
 const TS_RESERVED: &[&str] = &[
-    "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete", "do",
-    "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
-    "in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw", "true", "try",
-    "typeof", "var", "void", "while", "with", "let", "static", "yield", "await", "implements",
-    "interface", "package", "private", "protected", "public", "arguments", "eval", "SERVER",
+    "break",
+    "case",
+    "catch",
+    "class",
+    "const",
+    "continue",
+    "debugger",
+    "default",
+    "delete",
+    "do",
+    "else",
+    "enum",
+    "export",
+    "extends",
+    "false",
+    "finally",
+    "for",
+    "function",
+    "if",
+    "import",
+    "in",
+    "instanceof",
+    "new",
+    "null",
+    "return",
+    "super",
+    "switch",
+    "this",
+    "throw",
+    "true",
+    "try",
+    "typeof",
+    "var",
+    "void",
+    "while",
+    "with",
+    "let",
+    "static",
+    "yield",
+    "await",
+    "implements",
+    "interface",
+    "package",
+    "private",
+    "protected",
+    "public",
+    "arguments",
+    "eval",
+    "SERVER",
     "SCHEMA_HASH",
 ];
 
 const PY_RESERVED: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
-    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
-    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-    "with", "yield", "match", "case", "type", "SERVER", "SCHEMA_HASH", "call_mcp_tool", "_args",
-    "_OMIT", "annotations", "Any", "Literal",
+    "False",
+    "None",
+    "True",
+    "and",
+    "as",
+    "assert",
+    "async",
+    "await",
+    "break",
+    "class",
+    "continue",
+    "def",
+    "del",
+    "elif",
+    "else",
+    "except",
+    "finally",
+    "for",
+    "from",
+    "global",
+    "if",
+    "import",
+    "in",
+    "is",
+    "lambda",
+    "nonlocal",
+    "not",
+    "or",
+    "pass",
+    "raise",
+    "return",
+    "try",
+    "while",
+    "with",
+    "yield",
+    "match",
+    "case",
+    "type",
+    "SERVER",
+    "SCHEMA_HASH",
+    "call_mcp_tool",
+    "_args",
+    "_OMIT",
+    "annotations",
+    "Any",
+    "Literal",
 ];
 
 fn fix_start(mut ident: String, reserved: &[&str]) -> String {
@@ -257,7 +342,11 @@ fn required(schema: &Map<String, Value>) -> Vec<String> {
     schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -306,7 +395,10 @@ fn typescript(server: &str, tools: &[Tool], hash: &str, module: &str) -> String 
     ));
     out.push_str("declare function callMCPTool(server: string, tool: string, args: unknown): Promise<any>;\n\n");
     out.push_str(&format!("export const SERVER = {server_lit};\n"));
-    out.push_str(&format!("export const SCHEMA_HASH = {};\n", string_literal(hash)));
+    out.push_str(&format!(
+        "export const SCHEMA_HASH = {};\n",
+        string_literal(hash)
+    ));
     let mut functions = BTreeSet::new();
     let mut types = BTreeSet::new();
     for tool in sorted_tools(tools) {
@@ -371,7 +463,11 @@ fn typescript(server: &str, tools: &[Tool], hash: &str, module: &str) -> String 
         for l in doc_lines(tool.description.as_deref().unwrap_or_default()) {
             out.push_str(&format!(" * {l}\n").replace(" * \n", " *\n"));
         }
-        if tool.description.as_deref().is_some_and(|d| !d.trim().is_empty()) {
+        if tool
+            .description
+            .as_deref()
+            .is_some_and(|d| !d.trim().is_empty())
+        {
             out.push_str(" *\n");
         }
         out.push_str(&format!(
@@ -427,7 +523,12 @@ fn py_type(schema: &Value, root: &Value, depth: usize) -> String {
     }
     for key in ["anyOf", "oneOf"] {
         if let Some(variants) = obj.get(key).and_then(Value::as_array) {
-            return py_union(variants.iter().map(|v| py_type(v, root, depth + 1)).collect());
+            return py_union(
+                variants
+                    .iter()
+                    .map(|v| py_type(v, root, depth + 1))
+                    .collect(),
+            );
         }
     }
     let single = |t: &str| -> String {
@@ -438,7 +539,9 @@ fn py_type(schema: &Value, root: &Value, depth: usize) -> String {
             "boolean" => "bool".into(),
             "null" => "None".into(),
             "array" => match obj.get("items") {
-                Some(items @ Value::Object(_)) => format!("list[{}]", py_type(items, root, depth + 1)),
+                Some(items @ Value::Object(_)) => {
+                    format!("list[{}]", py_type(items, root, depth + 1))
+                }
                 _ => "list[Any]".into(),
             },
             "object" => "dict[str, Any]".into(),
@@ -447,7 +550,9 @@ fn py_type(schema: &Value, root: &Value, depth: usize) -> String {
     };
     match obj.get("type") {
         Some(Value::String(t)) => single(t),
-        Some(Value::Array(ts)) => py_union(ts.iter().filter_map(Value::as_str).map(single).collect()),
+        Some(Value::Array(ts)) => {
+            py_union(ts.iter().filter_map(Value::as_str).map(single).collect())
+        }
         _ if obj.contains_key("properties") => "dict[str, Any]".into(),
         _ => "Any".into(),
     }
@@ -471,7 +576,10 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
     ));
     out.push_str("from __future__ import annotations\n\nfrom typing import Any, Literal\n\n");
     out.push_str("try:\n    from sandbox import call_mcp_tool\nexcept ImportError:  # outside code-executor's sandbox\n\n    async def call_mcp_tool(*args: Any, **kwargs: Any) -> Any:\n        raise RuntimeError(\"these wrappers call tools only inside code-executor's sandbox\")\n\n\n");
-    out.push_str(&format!("SERVER = {server_lit}\nSCHEMA_HASH = {}\n", string_literal(hash)));
+    out.push_str(&format!(
+        "SERVER = {server_lit}\nSCHEMA_HASH = {}\n",
+        string_literal(hash)
+    ));
     out.push_str("_OMIT: Any = object()\n\n\ndef _args(**kwargs: Any) -> dict[str, Any]:\n    return {k: v for k, v in kwargs.items() if v is not _OMIT}\n");
     let mut functions = BTreeSet::new();
     for tool in sorted_tools(tools) {
@@ -485,13 +593,18 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
             .iter()
             .all(|(p, _)| is_identifier(p) && !PY_RESERVED.contains(&p.as_str()));
         let ret = match tool.output_schema.as_deref() {
-            Some(schema) => py_type(&Value::Object(schema.clone()), &Value::Object(schema.clone()), 0),
+            Some(schema) => py_type(
+                &Value::Object(schema.clone()),
+                &Value::Object(schema.clone()),
+                0,
+            ),
             None => "Any".into(),
         };
         let mut params = Vec::new();
         let mut call = Vec::new();
         if keyword_style {
-            let mut ordered: Vec<&(String, Value)> = props.iter().filter(|(p, _)| req.contains(p)).collect();
+            let mut ordered: Vec<&(String, Value)> =
+                props.iter().filter(|(p, _)| req.contains(p)).collect();
             ordered.extend(props.iter().filter(|(p, _)| !req.contains(p)));
             for (p, schema) in ordered {
                 let ty = py_type(schema, &root_in, 0);
@@ -510,7 +623,9 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
         } else {
             format!("*, {}", params.join(", "))
         };
-        out.push_str(&format!("\n\nasync def {function}({signature}) -> {ret}:\n"));
+        out.push_str(&format!(
+            "\n\nasync def {function}({signature}) -> {ret}:\n"
+        ));
         let mut doc = String::new();
         let description = tool.description.as_deref().unwrap_or_default().trim();
         if !description.is_empty() {
@@ -520,9 +635,12 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
         let described: Vec<(String, String)> = props
             .iter()
             .filter_map(|(p, s)| {
-                s.get("description")
-                    .and_then(Value::as_str)
-                    .map(|d| (p.clone(), d.split_whitespace().collect::<Vec<_>>().join(" ")))
+                s.get("description").and_then(Value::as_str).map(|d| {
+                    (
+                        p.clone(),
+                        d.split_whitespace().collect::<Vec<_>>().join(" "),
+                    )
+                })
             })
             .collect();
         if !described.is_empty() {
@@ -532,12 +650,24 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
             }
             doc.push('\n');
         }
-        doc.push_str(&format!("Tool `{}`.", docstring(&catalog::qualified_name(server, &name))));
+        doc.push_str(&format!(
+            "Tool `{}`.",
+            docstring(&catalog::qualified_name(server, &name))
+        ));
         let indented: Vec<String> = doc
             .lines()
-            .map(|l| if l.is_empty() { String::new() } else { format!("    {l}") })
+            .map(|l| {
+                if l.is_empty() {
+                    String::new()
+                } else {
+                    format!("    {l}")
+                }
+            })
             .collect();
-        out.push_str(&format!("    \"\"\"{}\n    \"\"\"\n", indented.join("\n").trim_start()));
+        out.push_str(&format!(
+            "    \"\"\"{}\n    \"\"\"\n",
+            indented.join("\n").trim_start()
+        ));
         let args = if keyword_style {
             format!("_args({})", call.join(", "))
         } else {
@@ -620,7 +750,9 @@ mod tests {
                 "get-Inventory",
                 "Stock levels.\nEvil */ console.log(1) /* and \"\"\" too",
                 json!({"type": "object", "properties": {"sku": {"type": "string"}, "limit": {"type": ["integer", "null"]}, "kind": {"enum": ["a", "b"]}}}),
-                Some(json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}, "required": ["items"]})),
+                Some(
+                    json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "string"}}}, "required": ["items"]}),
+                ),
             ),
             tool(
                 "delete",
@@ -649,11 +781,23 @@ mod tests {
         assert_eq!(m.file_name, "test_store.ts");
         assert_eq!(header_hash(t), Some(m.schema_hash.as_str()));
         assert!(t.contains("export async function gitStatus(args: GitStatusArgs): Promise<unknown> {\n  return await callMCPTool(SERVER, \"git_status\", args);"), "{t}");
-        assert!(t.contains("  /** Path to the repository */\n  repo_path: string;"), "{t}");
-        assert!(t.contains("export type GetInventoryResult = { items: string[] };"), "{t}");
+        assert!(
+            t.contains("  /** Path to the repository */\n  repo_path: string;"),
+            "{t}"
+        );
+        assert!(
+            t.contains("export type GetInventoryResult = { items: string[] };"),
+            "{t}"
+        );
         assert!(t.contains("export async function getInventory(args: GetInventoryArgs = {}): Promise<GetInventoryResult>"), "{t}");
-        assert!(t.contains("  kind?: \"a\" | \"b\";\n  limit?: number | null;"), "{t}");
-        assert!(t.contains("export async function delete_(args: DeleteArgs)"), "{t}");
+        assert!(
+            t.contains("  kind?: \"a\" | \"b\";\n  limit?: number | null;"),
+            "{t}"
+        );
+        assert!(
+            t.contains("export async function delete_(args: DeleteArgs)"),
+            "{t}"
+        );
         assert!(t.contains("  \"weird-key\"?: number;"), "{t}");
         // A description cannot end the comment.
         assert!(!t.contains("Evil */"), "{t}");
@@ -664,11 +808,22 @@ mod tests {
     fn python_module() {
         let m = generate("Test-Store", &tools(), Lang::Py, "test_store");
         let t = &m.text;
-        assert!(t.contains("async def git_status(*, repo_path: str) -> Any:"), "{t}");
-        assert!(t.contains("return await call_mcp_tool(SERVER, \"git_status\", _args(repo_path=repo_path))"), "{t}");
+        assert!(
+            t.contains("async def git_status(*, repo_path: str) -> Any:"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "return await call_mcp_tool(SERVER, \"git_status\", _args(repo_path=repo_path))"
+            ),
+            "{t}"
+        );
         assert!(t.contains("async def get_inventory(*, kind: Literal[\"a\", \"b\"] = _OMIT, limit: int | None = _OMIT, sku: str = _OMIT) -> dict[str, Any]:"), "{t}");
         // `from` is a keyword and `weird-key` no identifier: the dict form.
-        assert!(t.contains("async def delete(args: dict[str, Any]) -> Any:"), "{t}");
+        assert!(
+            t.contains("async def delete(args: dict[str, Any]) -> Any:"),
+            "{t}"
+        );
         assert!(!t.contains("too\"\"\""), "{t}");
         assert_eq!(header_hash(t), Some(m.schema_hash.as_str()));
     }
@@ -691,7 +846,10 @@ mod tests {
         assert!(stale[0].reason.contains("changed"), "{stale:?}");
         assert_eq!(check(&c, &|_| None)[0].reason, "missing (server `s`)");
         // Two servers with the same module name get distinct files.
-        let two = generate_all(&[("a-b".into(), tools()), ("a_b".into(), tools())], Lang::Py);
+        let two = generate_all(
+            &[("a-b".into(), tools()), ("a_b".into(), tools())],
+            Lang::Py,
+        );
         assert_eq!(two[0].file_name, "a_b.py");
         assert_eq!(two[1].file_name, "a_b_2.py");
     }
