@@ -122,7 +122,8 @@ impl App {
     }
 }
 
-/// Reads the client configs for this user and project.
+/// Reads the client configs for this user and project, then this server's own servers file
+/// (`servers_file`), whose entries win by name (see [`crate::setup::servers_file`]).
 pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
     let inputs = DiscoveryInputs {
         home: dirs::home_dir().unwrap_or_else(|| PathBuf::from("/")),

@@ -409,6 +409,14 @@ pub fn portable(entry: &Entry) -> Value {
             h.insert("Authorization".into(), format!("Bearer ${{{var}}}").into());
         }
     }
+    if entry.file.path.ends_with(".gemini/settings.json") {
+        // Gemini CLI also expands `$VAR`; discovery expands `${VAR}` only.
+        for key in ["command", "args", "env", "headers", "url", "cwd"] {
+            if let Some(v) = def.get_mut(key) {
+                braces_for_dollar_vars(v);
+            }
+        }
+    }
     if entry.file.layout == Layout::Toml && def.contains_key("url") && !def.contains_key("type") {
         def.insert("type".into(), "http".into());
     }
@@ -422,4 +430,88 @@ pub fn portable(entry: &Entry) -> Value {
         def.insert("cwd".into(), abs.into());
     }
     Value::Object(def)
+}
+
+/// `$NAME` → `${NAME}` in every string of `value` (`${...}` and a lone `$` stay as they are).
+fn braces_for_dollar_vars(value: &mut Value) {
+    match value {
+        Value::String(s) => {
+            let mut out = String::with_capacity(s.len());
+            let mut chars = s.chars().peekable();
+            while let Some(c) = chars.next() {
+                let starts_name = chars
+                    .peek()
+                    .is_some_and(|n| n.is_ascii_alphabetic() || *n == '_');
+                if c == '$' && starts_name {
+                    out.push_str("${");
+                    while let Some(&n) = chars.peek() {
+                        if n.is_ascii_alphanumeric() || n == '_' {
+                            out.push(n);
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    out.push('}');
+                } else {
+                    out.push(c);
+                }
+            }
+            *s = out;
+        }
+        Value::Array(items) => items.iter_mut().for_each(braces_for_dollar_vars),
+        Value::Object(map) => map.values_mut().for_each(braces_for_dollar_vars),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(path: &str, layout: Layout, definition: Value) -> Entry {
+        Entry {
+            name: "x".into(),
+            definition,
+            file: ServerFile {
+                path: PathBuf::from(path),
+                layout,
+                scope_label: String::new(),
+            },
+            disabled: true,
+            is_self: false,
+        }
+    }
+
+    #[test]
+    fn portable_definitions() {
+        let gemini = entry(
+            "/h/.gemini/settings.json",
+            Layout::Json(vec!["mcpServers".into()]),
+            json!({"httpUrl": "https://x.example/mcp", "headers": {"Authorization": "Bearer $TOKEN", "X": "${A} $ 5$"}, "trust": true}),
+        );
+        assert_eq!(
+            portable(&gemini),
+            json!({"type": "http", "url": "https://x.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}", "X": "${A} $ 5$"}, "trust": true})
+        );
+        let codex = entry(
+            "/h/.codex/config.toml",
+            Layout::Toml,
+            json!({"url": "https://f.example/mcp", "bearer_token_env_var": "TOK", "enabled": false, "startup_timeout_sec": 20}),
+        );
+        assert_eq!(
+            portable(&codex),
+            json!({"type": "http", "url": "https://f.example/mcp", "headers": {"Authorization": "Bearer ${TOK}"}})
+        );
+        let cursor = entry(
+            "/h/.cursor/mcp.json",
+            Layout::Json(vec!["mcpServers".into()]),
+            json!({"command": "node", "cwd": "srv", "disabled": true}),
+        );
+        assert_eq!(
+            portable(&cursor),
+            json!({"command": "node", "cwd": "/h/.cursor/srv"})
+        );
+    }
 }

@@ -64,6 +64,8 @@ pub fn parse_json(text: &str) -> Result<Value, EditError> {
 pub struct JsonDoc {
     root: CstRootNode,
     bom: bool,
+    /// End the text with a newline (a new file, or the old text had one).
+    newline: bool,
 }
 
 impl JsonDoc {
@@ -77,12 +79,13 @@ impl JsonDoc {
             column: e.column_display(),
             message: e.kind().to_string(),
         })?;
-        Ok(JsonDoc { root, bom })
+        let newline = body.trim().is_empty() || body.ends_with('\n');
+        Ok(JsonDoc { root, bom, newline })
     }
 
     pub fn finish(self) -> String {
         let mut text = self.root.to_string();
-        if self.root.value().is_some() && !text.ends_with('\n') {
+        if self.newline && self.root.value().is_some() && !text.ends_with('\n') {
             text.push('\n');
         }
         if self.bom {
@@ -140,6 +143,7 @@ impl JsonDoc {
         names: &[String],
     ) -> Result<Vec<String>, EditError> {
         let obj = self.object_at(path)?;
+        let existed = obj.get(key).is_some();
         let array = obj
             .array_value_or_create(key)
             .ok_or_else(|| EditError::Shape(format!("\"{key}\" must be an array")))?;
@@ -156,7 +160,7 @@ impl JsonDoc {
                 added.push(name.clone());
             }
         }
-        if added.is_empty() && present.is_empty() {
+        if added.is_empty() && !existed {
             // Created just now and nothing to add: leave no empty array behind.
             if let Some(prop) = obj.get(key) {
                 prop.remove();
@@ -428,6 +432,15 @@ mod tests {
         let v = parse_json(&out).unwrap();
         assert_eq!(v["mcp"]["excluded"], json!(["a"]));
         assert_eq!(v["servers"]["a"]["disabled"], true);
+    }
+
+    #[test]
+    fn unchanged_text_stays_byte_for_byte() {
+        let text = "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"disabled\": true}}, \"l\": []}";
+        let doc = JsonDoc::parse(text).unwrap();
+        assert!(!doc.disable_entry(&["mcpServers"], "a").unwrap());
+        assert!(doc.add_names(&[], "l", &[]).unwrap().is_empty());
+        assert_eq!(doc.finish(), text);
     }
 
     #[test]

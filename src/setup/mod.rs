@@ -234,8 +234,6 @@ impl Workspace {
 
     fn set(&mut self, path: &Path, text: String) {
         if let Some(entry) = self.files.get_mut(path) {
-            // An untouched file keeps its exact bytes (a parse and print may normalise nothing,
-            // but a new file's text only counts when something was added).
             entry.1 = text;
         }
     }
