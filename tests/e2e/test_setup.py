@@ -264,3 +264,18 @@ def test_survey_lists_servers_per_client(ce_binary, tmp_path: Path) -> None:
         assert label in out, explain(proc)
     assert "github, time" in out and "postgres" in out and "sentry" in out, explain(proc)
     assert "context7, time, figma" in out, explain(proc)
+
+
+@pytest.mark.parametrize(
+    "sub, options",
+    [
+        ("setup", ["--client", "--scope", "--disable-others", "--dry-run", "--yes", "--no-index"]),
+        ("wrappers", ["--lang", "--out", "--server", "--check"]),
+    ],
+)
+def test_help(ce_binary, tmp_path: Path, sub: str, options: list[str]) -> None:
+    world = World(tmp_path, "cursor")
+    proc = world.run(sub, "--help")
+    assert proc.returncode == 0, explain(proc)
+    for option in options:
+        assert option in proc.stdout, f"{sub} --help does not mention {option}:\n{proc.stdout}"
