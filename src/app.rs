@@ -91,6 +91,7 @@ impl App {
                 max_data_bytes: settings.worker_memory_mb * 1024 * 1024,
                 ..JailPolicy::default()
             },
+            wrappers_dir: Some(settings.wrappers_dir.clone()),
         };
         // A verified snapshot is used at once. When serving without one, it is made in the
         // background; Python works meanwhile, only slower to start.
@@ -149,17 +150,19 @@ impl App {
     }
 }
 
-/// Reads the client configs for this user and project.
+/// Reads the client configs for this user and project, then this server's own servers file
+/// (`servers_file`), whose entries win by name (see [`crate::setup::servers_file`]).
 pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
     let inputs = DiscoveryInputs {
         home: dirs::home_dir().unwrap_or_else(|| PathBuf::from("/")),
         project_dir: settings.project_dir.clone(),
         explicit: std::env::var_os(MCP_CONFIG_PATH_ENV)
             .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| settings.servers_file.clone()),
+            .map(PathBuf::from),
         env: std::env::vars().collect::<BTreeMap<_, _>>(),
         self_names: SELF_NAMES.iter().map(|s| s.to_string()).collect(),
     };
-    discovery::discover(&inputs)
+    let mut found = discovery::discover(&inputs)?;
+    crate::setup::servers_file::merge_into(&mut found, &inputs, &settings.servers_file)?;
+    Ok(found)
 }

@@ -10,12 +10,30 @@ use crate::upstream::{ServerStatus, UpstreamError, UpstreamPool};
 /// Descriptions in search results are cut to this many characters.
 const SUMMARY_CHARS: usize = 120;
 
+/// How much `searchTools` says about each match.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Detail {
+    /// Names only: the cheapest answer.
+    Name,
+    /// Names and one-line descriptions (the default).
+    #[default]
+    Summary,
+    /// Names, whole descriptions and compact TypeScript signatures.
+    Full,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Match {
     pub name: String,
     pub server: String,
     pub tool: String,
-    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -30,6 +48,44 @@ pub struct SearchResult {
     /// Servers that could not be searched, with the reason.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<Unavailable>,
+    /// Configured servers that were not connected and were connected for this search.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub connected: Vec<String>,
+}
+
+impl SearchResult {
+    /// The readable text of a search: one line per match (a second, indented line with the
+    /// signature at `full` detail), then what was connected or could not be searched.
+    pub fn text(&self, query: &str) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for m in &self.matches {
+            match &m.description {
+                Some(d) if !d.is_empty() => lines.push(format!("{} - {}", m.name, d)),
+                _ => lines.push(m.name.clone()),
+            }
+            if let Some(sig) = &m.signature {
+                lines.push(format!("    {sig}"));
+            }
+        }
+        if lines.is_empty() {
+            lines.push(format!("No tool matches `{query}`."));
+        }
+        if !self.connected.is_empty() {
+            lines.push(format!(
+                "(connected {} to search {})",
+                self.connected.join(", "),
+                if self.connected.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            ));
+        }
+        for u in &self.unavailable {
+            lines.push(format!("(not searched: {})", u.error));
+        }
+        lines.join("\n")
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -51,15 +107,46 @@ pub async fn search(
     server: Option<&str>,
     limit: usize,
 ) -> Result<SearchResult, UpstreamError> {
+    search_detailed(pool, query, server, limit, Detail::Summary).await
+}
+
+/// [`search`] with the level of detail of each match. Servers not connected yet are connected
+/// (concurrently) and listed in [`SearchResult::connected`], so a query naming a configured
+/// server that has not been used yet still finds its tools, and says it connected it.
+pub async fn search_detailed(
+    pool: &UpstreamPool,
+    query: &str,
+    server: Option<&str>,
+    limit: usize,
+    detail: Detail,
+) -> Result<SearchResult, UpstreamError> {
+    if let Some(server) = server {
+        pool.ensure_known(server)?;
+    }
+    let idle: Vec<String> = pool
+        .statuses()
+        .await
+        .into_iter()
+        .filter(|s| s.state == "idle" && server.is_none_or(|only| only == s.name))
+        .map(|s| s.name)
+        .collect();
     let listed = match server {
         Some(server) => vec![(server.to_string(), pool.tools(server).await)],
         None => pool.all_tools().await,
     };
     let mut entries = Vec::new();
+    let mut tools_by_name = std::collections::BTreeMap::new();
     let mut unavailable = Vec::new();
+    let mut connected = Vec::new();
     for (server, tools) in listed {
         match tools {
-            Ok(tools) => entries.extend(tools.iter().map(|t| CatalogEntry::from_tool(&server, t))),
+            Ok(tools) => {
+                if idle.contains(&server) {
+                    connected.push(server.clone());
+                }
+                entries.extend(tools.iter().map(|t| CatalogEntry::from_tool(&server, t)));
+                tools_by_name.insert(server, tools);
+            }
             Err(e @ UpstreamError::UnknownServer { .. }) => return Err(e),
             Err(e) => unavailable.push(Unavailable {
                 server,
@@ -69,16 +156,37 @@ pub async fn search(
     }
     let matches = catalog::search(&entries, query, None, limit)
         .into_iter()
-        .map(|hit| Match {
-            name: hit.entry.qualified(),
-            server: hit.entry.server.clone(),
-            tool: hit.entry.tool.clone(),
-            description: catalog::one_line(Some(&hit.entry.description), SUMMARY_CHARS),
+        .map(|hit| {
+            let e = hit.entry;
+            let (description, signature) = match detail {
+                Detail::Name => (None, None),
+                Detail::Summary => (
+                    Some(catalog::one_line(Some(&e.description), SUMMARY_CHARS)),
+                    None,
+                ),
+                Detail::Full => {
+                    let signature = tools_by_name
+                        .get(&e.server)
+                        .and_then(|tools| tools.iter().find(|t| t.name == e.tool))
+                        .map(|t| {
+                            catalog::signature(&e.tool, &t.input_schema, t.output_schema.as_deref())
+                        });
+                    (Some(e.description.trim().to_string()), signature)
+                }
+            };
+            Match {
+                name: e.qualified(),
+                server: e.server.clone(),
+                tool: e.tool.clone(),
+                description,
+                signature,
+            }
         })
         .collect();
     Ok(SearchResult {
         matches,
         unavailable,
+        connected,
     })
 }
 

@@ -19,4 +19,6 @@ pub mod front;
 pub mod observe;
 pub mod runtime;
 pub mod sandbox;
+pub mod setup;
 pub mod upstream;
+pub mod wrappers;

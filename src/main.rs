@@ -58,12 +58,21 @@ enum Command {
         /// Number of results.
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// How much to show of each match.
+        #[arg(long, value_enum, default_value_t = directory::Detail::Summary)]
+        detail: directory::Detail,
         /// Print JSON instead of lines.
         #[arg(long)]
         json: bool,
     },
     /// Check runtimes, configs and downstream servers; exits non-zero on any problem.
     Doctor,
+    /// Register code-executor with your MCP clients (Claude Code, Cursor, VS Code, Claude
+    /// Desktop, Codex, Gemini CLI), backing up every file it changes.
+    Setup(code_executor::setup::cli::SetupArgs),
+    /// Generate typed wrapper modules (TypeScript, Python) from the downstream servers' live
+    /// tool schemas, for `import * as git from "wrappers/git.ts"` in the sandbox.
+    Wrappers(code_executor::wrappers::cli::WrappersArgs),
     /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
         /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
@@ -110,9 +119,22 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             query,
             server,
             limit,
+            detail,
             json,
-        } => search(settings, &query, server.as_deref(), limit, json).await,
+        } => search(settings, &query, server.as_deref(), limit, detail, json).await,
         Command::Doctor => doctor(settings).await,
+        Command::Wrappers(args) => {
+            let outcome = code_executor::wrappers::cli::run(args, &settings).await?;
+            Ok(if outcome.success() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Setup(args) => {
+            code_executor::setup::cli::run(args, &settings).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::FetchRuntimes { mirror } => {
             let mirror = mirror.or_else(runtime::mirror_from_env);
             let runtimes = runtime::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
@@ -243,23 +265,17 @@ async fn search(
     query: &str,
     server: Option<&str>,
     limit: usize,
+    detail: directory::Detail,
     json: bool,
 ) -> Result<ExitCode> {
     let app = App::build(settings, false).await?;
     let pool = app.executor.upstream();
-    let found = directory::search(pool, query, server, limit.clamp(1, 100)).await?;
+    let found =
+        directory::search_detailed(pool, query, server, limit.clamp(1, 100), detail).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {
-        for m in &found.matches {
-            println!("{}  {}", m.name, m.description);
-        }
-        if found.matches.is_empty() {
-            println!("No tool matches `{query}`.");
-        }
-        for u in &found.unavailable {
-            eprintln!("not searched: {}", u.error);
-        }
+        println!("{}", found.text(query));
     }
     pool.shutdown().await;
     Ok(ExitCode::SUCCESS)

@@ -353,6 +353,14 @@ pub fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryError> {
     Ok(run.finish())
 }
 
+/// Reads one MCP config file on its own (`servers` or `mcpServers`), with the same rules as
+/// the explicit file; used for this server's own servers file.
+pub fn discover_file(inputs: &DiscoveryInputs, path: &Path) -> Result<Discovery, DiscoveryError> {
+    let mut run = Run::new(inputs);
+    run.file_source(SourceKind::Explicit, path)?;
+    Ok(run.finish())
+}
+
 fn resolve_explicit(explicit: &Path, inputs: &DiscoveryInputs) -> PathBuf {
     if let Ok(rest) = explicit.strip_prefix("~") {
         return inputs.home.join(rest);

@@ -66,9 +66,14 @@ pub struct RawSettings {
     pub tool_call_timeout_ms: Option<u64>,
     /// Timeout for starting and initialising a downstream server, in ms. Default 30000.
     pub connect_timeout_ms: Option<u64>,
-    /// An MCP config file (`{"mcpServers": {...}}`) read with the highest precedence of all
-    /// server sources (`MCP_CONFIG_PATH`, when set, takes its place). Default: none.
+    /// This server's own MCP config (`{"mcpServers": {...}}`), read after every client config
+    /// so its entries win; `setup --disable-others` copies there the servers it switches off in
+    /// a client. Default: `$XDG_CONFIG_HOME/code-executor/servers.json` (used if it exists).
     pub servers_file: Option<PathBuf>,
+    /// Typed wrapper modules (`code-executor wrappers`) sandboxed code may import as
+    /// `wrappers/<server>.ts` (TypeScript) or `wrappers.<server>` (Python). Default:
+    /// `$XDG_DATA_HOME/code-executor/wrappers` (used if it exists).
+    pub wrappers_dir: Option<PathBuf>,
     /// Server-wide policy: when set, no execution may call a tool outside these exact names or
     /// `*` globs, whatever its `allowedTools` says. Default: unset (`allowedTools` decides).
     pub policy_allow: Option<Vec<String>>,
@@ -123,7 +128,8 @@ pub struct Settings {
     pub max_tool_calls_per_execution: u32,
     pub tool_call_timeout: Duration,
     pub connect_timeout: Duration,
-    pub servers_file: Option<PathBuf>,
+    pub servers_file: PathBuf,
+    pub wrappers_dir: PathBuf,
     pub policy_allow: Option<Vec<String>>,
     pub policy_deny: Vec<String>,
     pub max_argument_bytes: usize,
@@ -229,7 +235,12 @@ impl Settings {
             max_tool_calls_per_execution: raw.max_tool_calls_per_execution.unwrap_or(1000),
             tool_call_timeout: Duration::from_millis(raw.tool_call_timeout_ms.unwrap_or(60_000)),
             connect_timeout: Duration::from_millis(raw.connect_timeout_ms.unwrap_or(30_000)),
-            servers_file: raw.servers_file,
+            servers_file: raw
+                .servers_file
+                .unwrap_or_else(|| own_config_dir().join("servers.json")),
+            wrappers_dir: raw
+                .wrappers_dir
+                .unwrap_or_else(|| own_data_dir().join("wrappers")),
             policy_allow: raw.policy_allow,
             policy_deny: raw.policy_deny.unwrap_or_default(),
             max_argument_bytes: raw.max_argument_bytes.unwrap_or(1024 * 1024),
@@ -340,6 +351,18 @@ fn read_token(path: &Path) -> Result<Secret, SettingsError> {
 /// `~/.config/code-executor/config.toml` (or the platform's config dir).
 pub fn default_settings_file() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("code-executor").join("config.toml"))
+}
+
+fn own_config_dir() -> PathBuf {
+    dirs::config_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("code-executor")
+}
+
+fn own_data_dir() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("code-executor")
 }
 
 fn default_cache_dir() -> PathBuf {

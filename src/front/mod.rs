@@ -104,6 +104,8 @@ struct SearchArgs {
     server: Option<String>,
     #[serde(default)]
     limit: Option<usize>,
+    #[serde(default)]
+    detail: directory::Detail,
 }
 
 #[derive(Deserialize)]
@@ -162,26 +164,17 @@ impl Front {
             tools::SEARCH_TOOLS => {
                 let a: SearchArgs = parse(name, args)?;
                 let limit = a.limit.unwrap_or(10).clamp(1, 100);
-                let found = directory::search(
+                let found = directory::search_detailed(
                     self.executor.upstream(),
                     &a.query,
                     a.server.as_deref(),
                     limit,
+                    a.detail,
                 )
                 .await
                 .map_err(|e| e.to_string())?;
-                let mut text: Vec<String> = found
-                    .matches
-                    .iter()
-                    .map(|m| format!("{} - {}", m.name, m.description))
-                    .collect();
-                if text.is_empty() {
-                    text.push(format!("No tool matches `{}`.", a.query));
-                }
-                for u in &found.unavailable {
-                    text.push(format!("(not searched: {})", u.error));
-                }
-                structured(&found, text.join("\n"))
+                let text = found.text(&a.query);
+                structured(&found, text)
             }
             tools::GET_TOOL_SCHEMA => {
                 let a: SchemaArgs = parse(name, args)?;

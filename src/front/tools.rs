@@ -66,7 +66,8 @@ pub fn all() -> Vec<Tool> {
             json!({"type": "object", "properties": {
                 "query": {"type": "string"},
                 "server": {"type": "string"},
-                "limit": {"type": "integer"}
+                "limit": {"type": "integer"},
+                "detail": {"enum": ["name", "summary", "full"]}
             }, "required": ["query"]}),
             json!({"type": "object", "properties": {"matches": {"type": "array"}}}),
         ),

@@ -48,6 +48,8 @@ pub struct WorkerConfig {
     pub python_snapshot: SnapshotSlot,
     pub heap_limit_mb: u32,
     pub jail: JailPolicy,
+    /// Typed wrapper modules sandboxed code may import (see [`stage_wrappers`]).
+    pub wrappers_dir: Option<PathBuf>,
 }
 
 /// The snapshot Python workers currently start from, shared by every clone of a config.
@@ -133,7 +135,11 @@ impl Worker {
         jail::confine(&mut cmd, config.jail);
         // The only variable a worker sees; user code cannot read it (no --allow-env).
         cmd.env("DENO_DIR", &cache);
-        cmd.args(deno_args(config, language))
+        let mut args = deno_args(config, language);
+        if let Some(allow) = stage_wrappers(config, language, &cwd) {
+            args.insert(1, allow);
+        }
+        cmd.args(args)
             .current_dir(&cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -358,6 +364,61 @@ impl Drop for Worker {
             jail::kill_group(pgid);
         }
     }
+}
+
+/// Largest wrapper module copied into a worker.
+const MAX_WRAPPER_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Typed wrapper modules (`code-executor wrappers`): copies the current `<name>.ts` (or `.py`)
+/// files of the wrappers directory into `wrappers/` in the worker's private working directory
+/// and returns the permission to read that directory (and nothing else). Only regular files
+/// with identifier names are copied, opened without following links, so nothing but those
+/// files' bytes reaches the sandbox. The runner links `import ... from "wrappers/<name>.ts"` to
+/// them (TypeScript) or puts them on Python's path as the package `wrappers`.
+fn stage_wrappers(config: &WorkerConfig, language: Language, cwd: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let source = config.wrappers_dir.as_deref()?;
+    let ext = match language {
+        Language::Typescript => ".ts",
+        Language::Python => ".py",
+    };
+    let staged = cwd.join("wrappers");
+    let mut any = false;
+    for entry in std::fs::read_dir(source).ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(ext)) else {
+            continue;
+        };
+        let mut chars = stem.chars();
+        if !(matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            continue;
+        }
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(entry.path())
+        else {
+            continue;
+        };
+        if !file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() <= MAX_WRAPPER_BYTES)
+        {
+            continue;
+        }
+        let mut text = Vec::new();
+        if file.take(MAX_WRAPPER_BYTES).read_to_end(&mut text).is_err()
+            || (!any && std::fs::create_dir(&staged).is_err())
+            || std::fs::write(staged.join(&name), text).is_err()
+        {
+            continue;
+        }
+        any = true;
+    }
+    any.then(|| format!("--allow-read={}", staged.display()))
 }
 
 fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {

@@ -1,0 +1,324 @@
+//! The interactive side of `setup`: what it prints (the clients found, diffs, a progress bar
+//! while downstream servers are indexed, a summary table) and the confirmation. Decisions and
+//! edits live in the parent module.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::clients::{Client, Places, Scope};
+use super::{Options, Plan, SetupError, Survey, Written};
+use crate::config::settings::Settings;
+use crate::upstream::{UpstreamPool, UpstreamTimeouts};
+
+/// The command-line arguments of `setup`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SetupArgs {
+    /// Register with this client (repeatable). Default: every client found.
+    #[arg(long = "client", value_enum, value_name = "CLIENT")]
+    pub clients: Vec<Client>,
+    /// Register for the user (all projects) or for the current project only. Default: user,
+    /// except VS Code (project).
+    #[arg(long, value_enum)]
+    pub scope: Option<Scope>,
+    /// Also switch the client's other MCP servers off, so that only code-executor loads; it keeps
+    /// reaching them (they are copied into its own servers file).
+    #[arg(long)]
+    pub disable_others: bool,
+    /// Print the exact diff of every file and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Apply without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// The command the clients should run (default: this executable).
+    #[arg(long, value_name = "PATH")]
+    pub command: Option<String>,
+    /// Skip connecting to every downstream server at the end.
+    #[arg(long)]
+    pub no_index: bool,
+}
+
+/// Why `setup` did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error("no MCP client configuration found in {home} or {project}; name one with --client")]
+    NothingFound { home: String, project: String },
+    #[error(
+        "not applying changes without confirmation: run in a terminal, or pass --yes (or --dry-run to only see them)"
+    )]
+    NotInteractive,
+    #[error("cancelled; nothing was written")]
+    Cancelled,
+    #[error("cannot index the downstream servers: {0}")]
+    Index(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs `setup`.
+pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
+    let places = Places {
+        home: dirs::home_dir().unwrap_or_else(|| "/".into()),
+        project: settings.project_dir.clone(),
+    };
+    let command = match args.command.clone() {
+        Some(c) => c,
+        None => std::env::current_exe()?
+            .canonicalize()?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let options = Options {
+        clients: args.clients.clone(),
+        scope: args.scope,
+        disable_others: args.disable_others,
+        command,
+        args: vec!["serve".into()],
+        servers_file: settings.servers_file.clone(),
+        places: places.clone(),
+    };
+    let found = super::survey(&places);
+    print_survey(&found);
+
+    let interactive = std::io::stdin().is_terminal();
+    let clients = choose(&options, &found, &args, interactive)?;
+    let plan = super::plan(&options, &clients)?;
+
+    println!();
+    for change in plan.changes.iter().filter(|c| c.changed()) {
+        print!("{}", change.diff());
+    }
+    if plan.is_empty() {
+        println!(
+            "Nothing to change: code-executor is already set up for {}.",
+            labels(&clients)
+        );
+    }
+    if args.dry_run {
+        println!("\nDry run: nothing was written.");
+        print_summary(&plan, &[], true);
+        return Ok(());
+    }
+    let mut written = Vec::new();
+    if !plan.is_empty() {
+        if !args.yes {
+            if !interactive {
+                return Err(CliError::NotInteractive);
+            }
+            if !confirm("Apply these changes? [y/N] ")? {
+                return Err(CliError::Cancelled);
+            }
+        }
+        written = super::apply(&plan, &super::stamp())?;
+    }
+    if !args.no_index {
+        index(settings).await?;
+    }
+    print_summary(&plan, &written, false);
+    Ok(())
+}
+
+fn labels(clients: &[Client]) -> String {
+    clients
+        .iter()
+        .map(|c| c.label())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn print_survey(found: &[Survey]) {
+    println!("MCP clients on this machine:");
+    let mut any = false;
+    for s in found {
+        if !s.detected && s.files.is_empty() {
+            continue;
+        }
+        any = true;
+        let state = if s.registered() {
+            "code-executor registered"
+        } else {
+            "code-executor not registered"
+        };
+        println!(
+            "  {} ({}; --client {})",
+            s.client.label(),
+            state,
+            s.client.id()
+        );
+        if s.files.is_empty() {
+            println!("      no MCP config file yet");
+        }
+        for (file, entries) in &s.files {
+            let what = match entries {
+                Err(e) => format!("ERROR {e}"),
+                Ok(entries) if entries.is_empty() => "no servers".into(),
+                Ok(entries) => entries
+                    .iter()
+                    .map(|e| {
+                        if e.is_self {
+                            format!("{} (this server)", e.name)
+                        } else if e.disabled || s.listed_off.contains(&e.name) {
+                            format!("{} (off)", e.name)
+                        } else {
+                            e.name.clone()
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            println!(
+                "      {} [{}]: {what}",
+                file.path.display(),
+                file.scope_label
+            );
+        }
+    }
+    if !any {
+        println!("  none found");
+    }
+}
+
+fn choose(
+    options: &Options,
+    found: &[Survey],
+    args: &SetupArgs,
+    interactive: bool,
+) -> Result<Vec<Client>, CliError> {
+    if !options.clients.is_empty() {
+        let mut c = options.clients.clone();
+        c.sort();
+        c.dedup();
+        return Ok(c);
+    }
+    let detected: Vec<Client> = found
+        .iter()
+        .filter(|s| s.detected || !s.files.is_empty())
+        .map(|s| s.client)
+        .collect();
+    if detected.is_empty() {
+        return Err(CliError::NothingFound {
+            home: options.places.home.display().to_string(),
+            project: options.places.project.display().to_string(),
+        });
+    }
+    if args.yes || args.dry_run || !interactive {
+        return Ok(detected);
+    }
+    println!();
+    for (i, c) in detected.iter().enumerate() {
+        println!("  {}. {}", i + 1, c.label());
+    }
+    print!(
+        "Register code-executor with which clients? (numbers separated by commas, Enter = all) "
+    );
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let picked: Vec<Client> = line
+        .split([',', ' '])
+        .filter_map(|t| t.trim().parse::<usize>().ok())
+        .filter_map(|n| detected.get(n.wrapping_sub(1)).copied())
+        .collect();
+    Ok(if picked.is_empty() { detected } else { picked })
+}
+
+fn confirm(question: &str) -> Result<bool, CliError> {
+    print!("\n{question}");
+    std::io::stdout().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
+}
+
+/// Connects to every downstream server this server will see (as `serve` would), with a
+/// progress bar, and prints what each offers.
+async fn index(settings: &Settings) -> Result<(), CliError> {
+    let discovery = crate::app::discover(settings).map_err(|e| CliError::Index(e.to_string()))?;
+    let pool = UpstreamPool::new(
+        discovery.servers.clone(),
+        discovery
+            .invalid
+            .iter()
+            .map(|i| (i.name.clone(), i.error.clone()))
+            .collect(),
+        UpstreamTimeouts {
+            connect: settings.connect_timeout,
+            call: settings.tool_call_timeout,
+        },
+    );
+    let names: Vec<String> = pool.server_names().map(str::to_owned).collect();
+    println!();
+    if names.is_empty() {
+        println!("code-executor sees no downstream MCP servers yet.");
+        return Ok(());
+    }
+    let bar = ProgressBar::new(names.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} indexing tools {pos}/{len} servers {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let lookups = names.iter().map(|name| {
+        let (pool, bar) = (&pool, &bar);
+        async move {
+            let result = pool.tools(name).await;
+            bar.set_message(name.clone());
+            bar.inc(1);
+            (name.clone(), result)
+        }
+    });
+    let results = futures::future::join_all(lookups).await;
+    bar.finish_and_clear();
+    println!("Downstream servers code-executor reaches:");
+    println!("  {:<24} {:>6}  STATUS", "SERVER", "TOOLS");
+    for (name, result) in &results {
+        match result {
+            Ok(tools) => println!("  {name:<24} {:>6}  ok", tools.len()),
+            Err(e) => println!("  {name:<24} {:>6}  {e}", "-"),
+        }
+    }
+    pool.shutdown().await;
+    Ok(())
+}
+
+fn print_summary(plan: &Plan, written: &[Written], dry_run: bool) {
+    println!("\nSummary:");
+    println!(
+        "  {:<15} {:<20} {:<9} CONFIG",
+        "CLIENT", "CODE-EXECUTOR", "DISABLED"
+    );
+    for o in &plan.outcomes {
+        let registration = match (dry_run, o.registration) {
+            (true, "added") => "would be added",
+            (true, "updated") => "would be updated",
+            (_, r) => r,
+        };
+        println!(
+            "  {:<15} {:<20} {:<9} {}",
+            o.client.label(),
+            registration,
+            o.disabled.len(),
+            o.file.display()
+        );
+        if !o.disabled.is_empty() {
+            println!(
+                "  {:<15} switched off in the client: {}",
+                "",
+                o.disabled.join(", ")
+            );
+        }
+    }
+    for w in written {
+        match &w.backup {
+            Some(b) => println!("  wrote {} (backup: {})", w.path.display(), b.display()),
+            None => println!("  wrote {} (new file)", w.path.display()),
+        }
+    }
+    if !dry_run && !plan.outcomes.is_empty() && !plan.is_empty() {
+        println!("  Restart the client(s) to load code-executor.");
+    }
+}
