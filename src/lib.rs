@@ -7,12 +7,14 @@
 //! quota) → `upstream` (rmcp clients) → downstream server, and back the same way.
 
 pub mod app;
+pub mod appliance;
 pub mod broker;
 pub mod catalog;
 pub mod config;
 pub mod directory;
 pub mod executor;
 pub mod front;
+pub mod posture;
 pub mod runtime;
 pub mod sandbox;
 pub mod upstream;

@@ -3,4 +3,5 @@
 
 pub mod discovery;
 pub mod expand;
+pub mod first_run;
 pub mod settings;
