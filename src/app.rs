@@ -6,10 +6,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::audit::{AuditError, AuditLog};
+use crate::broker::{Broker, BrokerConfig, PatternError, Policy, RateQuotas};
 use crate::config::discovery::{self, Discovery, DiscoveryInputs};
 use crate::config::settings::Settings;
-use crate::executor::Executor;
+use crate::executor::{Executor, Recorders};
 use crate::front::{Front, RuntimeInfo};
+use crate::observe::Metrics;
 use crate::runtime::{self, Runtimes};
 use crate::sandbox::host::{self, WorkerConfig};
 use crate::sandbox::jail::JailPolicy;
@@ -29,6 +32,10 @@ pub enum AppError {
     Runtime(#[from] runtime::RuntimeError),
     #[error(transparent)]
     Discovery(#[from] discovery::DiscoveryError),
+    #[error("settings: policy_allow/policy_deny: {0}")]
+    Policy(#[from] PatternError),
+    #[error(transparent)]
+    Audit(#[from] AuditError),
 }
 
 /// Everything a subcommand needs.
@@ -51,6 +58,7 @@ impl App {
         } else {
             runtime::locate(&settings.runtime_dir)?
         };
+        let policy = Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny)?;
         let discovery = discover(&settings)?;
         for warning in &discovery.warnings {
             tracing::warn!("{warning}");
@@ -101,10 +109,30 @@ impl App {
             deno: host::deno_version(&runtimes.deno).await.ok(),
             pyodide: Some(runtime::PYODIDE.version.to_string()),
         };
+        let broker = Arc::new(Broker::new(BrokerConfig {
+            policy,
+            rates: RateQuotas::per_minute(
+                settings.session_calls_per_minute,
+                settings.server_calls_per_minute,
+                settings.tool_calls_per_minute,
+            ),
+            max_argument_bytes: settings.max_argument_bytes,
+            max_result_bytes: settings.max_result_bytes,
+        }));
+        // Only a serving process writes audit records; the other subcommands run no code.
+        let audit = match (&settings.audit_log_dir, serving) {
+            (Some(dir), true) => AuditLog::open(dir)?,
+            _ => AuditLog::disabled(),
+        };
         let executor = Arc::new(Executor::new(
             settings.clone(),
             worker,
             Arc::new(pool),
+            broker,
+            Recorders {
+                audit: Arc::new(audit),
+                metrics: Arc::new(Metrics::new()),
+            },
             serving,
         ));
         Ok(App {
@@ -128,7 +156,8 @@ pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryEr
         project_dir: settings.project_dir.clone(),
         explicit: std::env::var_os(MCP_CONFIG_PATH_ENV)
             .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
+            .map(PathBuf::from)
+            .or_else(|| settings.servers_file.clone()),
         env: std::env::vars().collect::<BTreeMap<_, _>>(),
         self_names: SELF_NAMES.iter().map(|s| s.to_string()).collect(),
     };

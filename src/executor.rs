@@ -1,7 +1,8 @@
 //! One execution from request to report: admission (concurrency limit and queue), a fresh
 //! worker, the bridge that answers the worker's host calls through the broker and the upstream
-//! pool, and the bookkeeping of tool calls. Talks to `sandbox` for processes, `broker` for
-//! decisions, `upstream` and `directory` for downstream servers.
+//! pool, cancellation, and the bookkeeping of tool calls (report, audit records, metrics).
+//! Talks to `sandbox` for processes, `broker` for decisions, `upstream` and `directory` for
+//! downstream servers, `audit` and `observe` for records.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,9 +16,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::broker::{Allowlist, CallQuota};
+use tokio_util::sync::CancellationToken;
+
+use crate::audit::{self, AuditLog, ExecutionRecord, ToolCallRecord};
+use crate::broker::{Allowlist, Broker, CallQuota, CallScope, Refusal};
 use crate::config::settings::Settings;
 use crate::directory;
+use crate::observe::{Metrics, Readiness};
 use crate::sandbox::host::{HostCalls, WorkerConfig};
 use crate::sandbox::pool::WorkerPool;
 use crate::sandbox::proto::{HostRequest, Language, ToolTarget};
@@ -30,6 +35,10 @@ pub struct ExecutionRequest {
     pub code: String,
     pub allowed_tools: Vec<String>,
     pub timeout_ms: Option<u64>,
+    /// The client session it runs for (rate limits, audit).
+    pub session: String,
+    /// Cancelled when the client cancels the request: the worker is killed.
+    pub cancel: CancellationToken,
 }
 
 /// What the client gets back (the `structuredContent` of an execution).
@@ -63,10 +72,19 @@ pub struct ToolCallStat {
 pub struct ExecutionCounters {
     pub warm_typescript_workers: usize,
     pub warm_python_workers: usize,
+    pub pool_size_typescript: usize,
+    pub pool_size_python: usize,
     pub running: usize,
     pub queued: usize,
+    pub max_queued: usize,
     pub completed: u64,
     pub failed: u64,
+}
+
+/// The records an executor keeps besides its reports.
+pub struct Recorders {
+    pub audit: Arc<AuditLog>,
+    pub metrics: Arc<Metrics>,
 }
 
 pub struct Executor {
@@ -75,6 +93,10 @@ pub struct Executor {
     typescript: Arc<WorkerPool>,
     python: Arc<WorkerPool>,
     upstream: Arc<UpstreamPool>,
+    broker: Arc<Broker>,
+    audit: Arc<AuditLog>,
+    metrics: Arc<Metrics>,
+    ids: AtomicU64,
     slots: Arc<Semaphore>,
     waiting: AtomicUsize,
     running: AtomicUsize,
@@ -88,6 +110,8 @@ impl Executor {
         settings: Arc<Settings>,
         worker: WorkerConfig,
         upstream: Arc<UpstreamPool>,
+        broker: Arc<Broker>,
+        recorders: Recorders,
         warm: bool,
     ) -> Self {
         let (ts_size, py_size) = if warm {
@@ -102,6 +126,10 @@ impl Executor {
             settings,
             worker,
             upstream,
+            broker,
+            audit: recorders.audit,
+            metrics: recorders.metrics,
+            ids: AtomicU64::new(0),
             waiting: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             completed: AtomicU64::new(0),
@@ -117,39 +145,84 @@ impl Executor {
         &self.upstream
     }
 
+    pub fn audit(&self) -> &Arc<AuditLog> {
+        &self.audit
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     pub fn counters(&self) -> ExecutionCounters {
         ExecutionCounters {
             warm_typescript_workers: self.typescript.ready_count(),
             warm_python_workers: self.python.ready_count(),
+            pool_size_typescript: self.typescript.size(),
+            pool_size_python: self.python.size(),
             running: self.running.load(Ordering::Relaxed),
             queued: self.waiting.load(Ordering::Relaxed),
+            max_queued: self.settings.max_queued_executions,
             completed: self.completed.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
         }
     }
 
-    /// Runs one execution. Never panics on bad input: every failure becomes a report.
+    /// Runs one execution. Never panics on bad input: every failure becomes a report. Each
+    /// execution is audited and counted, whatever its end.
     pub async fn execute(&self, request: ExecutionRequest) -> ExecutionReport {
         let started = Instant::now();
-        let report = self.execute_inner(request, started).await;
+        let execution_id = format!(
+            "{}-{}",
+            std::process::id(),
+            self.ids.fetch_add(1, Ordering::Relaxed) + 1
+        );
+        let (report, outcome, peak_memory_bytes) =
+            self.execute_inner(&request, &execution_id, started).await;
         let counter = if report.success {
             &self.completed
         } else {
             &self.failed
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        let language = request.language.as_str();
+        self.metrics.execution(language, outcome, started.elapsed());
+        let (calls, refused) = report
+            .tool_call_summary
+            .iter()
+            .fold((0, 0), |(c, r), s| (c + s.calls, r + s.refused));
+        self.audit.execution(&ExecutionRecord {
+            execution_id: &execution_id,
+            session: &request.session,
+            language,
+            code_sha256: audit::code_digest(&request.code),
+            code_bytes: request.code.len(),
+            allowed_tools: &request.allowed_tools,
+            duration_ms: report.execution_time_ms,
+            outcome,
+            tool_calls: calls,
+            tool_calls_refused: refused,
+            peak_memory_bytes,
+        });
         report
     }
 
-    async fn execute_inner(&self, request: ExecutionRequest, started: Instant) -> ExecutionReport {
-        let fail = |error: String| ExecutionReport {
-            success: false,
-            output: String::new(),
-            error: Some(error),
-            result: None,
-            execution_time_ms: started.elapsed().as_millis() as u64,
-            tool_calls_made: vec![],
-            tool_call_summary: vec![],
+    async fn execute_inner(
+        &self,
+        request: &ExecutionRequest,
+        execution_id: &str,
+        started: Instant,
+    ) -> (ExecutionReport, &'static str, Option<u64>) {
+        let fail = |error: String| {
+            let report = ExecutionReport {
+                success: false,
+                output: String::new(),
+                error: Some(error),
+                result: None,
+                execution_time_ms: started.elapsed().as_millis() as u64,
+                tool_calls_made: vec![],
+                tool_call_summary: vec![],
+            };
+            (report, "refused", None)
         };
         if request.code.len() > self.settings.max_code_bytes {
             return fail(format!(
@@ -160,16 +233,21 @@ impl Executor {
         }
         let allowlist = match Allowlist::new(&request.allowed_tools) {
             Ok(list) => list,
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return fail(format!("allowedTools: {e}")),
         };
         let timeout = match request.timeout_ms {
             Some(0) => return fail("timeoutMs must be positive".into()),
             Some(ms) => Duration::from_millis(ms).min(self.settings.max_timeout),
             None => self.settings.default_timeout,
         };
-        let _permit = match self.admit().await {
-            Ok(permit) => permit,
-            Err(e) => return fail(e),
+        let _permit = tokio::select! {
+            permit = self.admit() => match permit {
+                Ok(permit) => permit,
+                Err(e) => return fail(e),
+            },
+            () = request.cancel.cancelled() => {
+                return fail("execution cancelled by the client before it started".into());
+            }
         };
         self.running.fetch_add(1, Ordering::Relaxed);
         let _running = scopeguard(|| {
@@ -185,6 +263,11 @@ impl Executor {
         };
         let bridge = Arc::new(Bridge {
             upstream: self.upstream.clone(),
+            broker: self.broker.clone(),
+            audit: self.audit.clone(),
+            metrics: self.metrics.clone(),
+            session: request.session.clone(),
+            execution_id: execution_id.to_string(),
             allowlist,
             quota: CallQuota::new(self.settings.max_tool_calls_per_execution),
             record: Mutex::default(),
@@ -195,10 +278,11 @@ impl Executor {
                 timeout,
                 self.settings.output_limit_bytes,
                 bridge.clone(),
+                request.cancel.clone(),
             )
             .await;
         let (made, summary) = bridge.take_record();
-        ExecutionReport {
+        let report = ExecutionReport {
             success: outcome.success,
             output: outcome.output,
             error: outcome.error,
@@ -206,7 +290,8 @@ impl Executor {
             execution_time_ms: started.elapsed().as_millis() as u64,
             tool_calls_made: made,
             tool_call_summary: summary,
-        }
+        };
+        (report, outcome.end.as_str(), outcome.peak_memory_bytes)
     }
 
     /// Waits for an execution slot, or refuses at once when the queue is full.
@@ -245,12 +330,46 @@ fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
     Guard(Some(f))
 }
 
+impl Readiness for Executor {
+    fn readiness(&self) -> Result<Value, String> {
+        let counters = self.counters();
+        if self.slots.is_closed() {
+            return Err("shutting down".into());
+        }
+        if counters.queued >= counters.max_queued {
+            return Err(format!(
+                "busy: {} executions queued (the limit)",
+                counters.queued
+            ));
+        }
+        serde_json::to_value(&counters)
+            .map(|c| serde_json::json!({ "ready": true, "executions": c }))
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// Answers one execution's host calls.
 struct Bridge {
     upstream: Arc<UpstreamPool>,
+    broker: Arc<Broker>,
+    audit: Arc<AuditLog>,
+    metrics: Arc<Metrics>,
+    session: String,
+    execution_id: String,
     allowlist: Allowlist,
     quota: CallQuota,
     record: Mutex<CallRecord>,
+}
+
+/// What happened to one tool call, for the audit record.
+struct CallAudit<'a> {
+    tool: &'a str,
+    server: &'a str,
+    refusal: Option<&'static str>,
+    elapsed: Duration,
+    argument_bytes: usize,
+    result_bytes: Option<usize>,
+    error: Option<&'static str>,
 }
 
 #[derive(Default)]
@@ -288,39 +407,157 @@ impl Bridge {
         (record.made, record.stats.into_values().collect())
     }
 
+    /// Records a call in the report, the audit log and the metrics.
+    fn finish(&self, call: CallAudit<'_>) {
+        let outcome = match (call.refusal, call.error) {
+            (Some(_), _) => Outcome::Refused,
+            (None, Some(_)) => Outcome::Error,
+            (None, None) => Outcome::Ok,
+        };
+        self.note(call.tool, outcome, call.elapsed);
+        match call.refusal {
+            Some(reason) => self.metrics.denial(call.server, reason),
+            None => self
+                .metrics
+                .tool_call(call.server, call.error.is_none(), call.elapsed),
+        }
+        self.audit.tool_call(&ToolCallRecord {
+            execution_id: &self.execution_id,
+            session: &self.session,
+            tool: call.tool,
+            decision: if call.refusal.is_some() {
+                "refused"
+            } else {
+                "allowed"
+            },
+            reason: call.refusal.unwrap_or("allowed"),
+            duration_ms: call.elapsed.as_millis() as u64,
+            argument_bytes: call.argument_bytes,
+            result_bytes: call.result_bytes,
+            error: call.error,
+        });
+    }
+
     async fn call_tool(&self, target: ToolTarget, args: Value, raw: bool) -> Result<Value, String> {
-        let (server, tool) = match target {
-            ToolTarget::Qualified(name) => {
-                self.upstream.resolve(&name).map_err(|e| e.to_string())?
-            }
-            ToolTarget::Split { server, tool } => {
-                self.upstream
-                    .ensure_known(&server)
-                    .map_err(|e| e.to_string())?;
-                (server, tool)
+        let argument_bytes = serde_json::to_vec(&args).map_or(0, |v| v.len());
+        let refuse = |tool: &str, server: &str, code: &'static str, message: String| {
+            self.finish(CallAudit {
+                tool,
+                server,
+                refusal: Some(code),
+                elapsed: Duration::ZERO,
+                argument_bytes,
+                result_bytes: None,
+                error: None,
+            });
+            Err(message)
+        };
+        let resolved = match &target {
+            ToolTarget::Qualified(name) => self.upstream.resolve(name),
+            ToolTarget::Split { server, tool } => self
+                .upstream
+                .ensure_known(server)
+                .map(|()| (server.clone(), tool.clone())),
+        };
+        let (server, tool) = match resolved {
+            Ok(pair) => pair,
+            Err(e) => {
+                let asked = match &target {
+                    ToolTarget::Qualified(name) => name.clone(),
+                    ToolTarget::Split { server, tool } => format!("{server}/{tool}"),
+                };
+                return refuse(&asked, "", "unknown_tool", e.to_string());
             }
         };
         let name = crate::catalog::qualified_name(&server, &tool);
-        if let Err(refusal) = self.allowlist.check(&name).and_then(|()| self.quota.take()) {
-            self.note(&name, Outcome::Refused, Duration::ZERO);
-            return Err(refusal.to_string());
+        let refused =
+            |refusal: Refusal| refuse(&name, &server, refusal.code(), refusal.to_string());
+        let scope = CallScope {
+            session: &self.session,
+            allowlist: &self.allowlist,
+            quota: &self.quota,
+        };
+        if let Err(refusal) = self.broker.admit(&scope, &name, argument_bytes) {
+            return refused(refusal);
+        }
+        if !args.is_object() {
+            return refuse(
+                &name,
+                &server,
+                "arguments_not_object",
+                format!("arguments for {name} must be an object"),
+            );
+        }
+        // The live schema: a tool the server does not list is never called.
+        let listed = match self.upstream.tools(&server).await {
+            Ok(tools) => tools,
+            Err(e) => {
+                let message = e.to_string();
+                self.finish(CallAudit {
+                    tool: &name,
+                    server: &server,
+                    refusal: None,
+                    elapsed: Duration::ZERO,
+                    argument_bytes,
+                    result_bytes: None,
+                    error: Some("server_error"),
+                });
+                return Err(message);
+            }
+        };
+        let Some(spec) = listed.iter().find(|t| t.name == tool) else {
+            let error = crate::upstream::UpstreamError::UnknownTool {
+                server: server.clone(),
+                tool: tool.clone(),
+            };
+            return refuse(&name, &server, "unknown_tool", error.to_string());
+        };
+        let expected =
+            || crate::catalog::signature(&tool, &spec.input_schema, spec.output_schema.as_deref());
+        if let Err(refusal) = self
+            .broker
+            .validate(&name, &spec.input_schema, &args, expected)
+        {
+            return refused(refusal);
+        }
+        if let Err(refusal) = self.broker.rate(&self.session, &server, &name) {
+            return refused(refusal);
         }
         let Value::Object(args) = args else {
-            self.note(&name, Outcome::Refused, Duration::ZERO);
-            return Err(format!("arguments for {name} must be an object"));
+            unreachable!("checked to be an object above")
         };
         let started = Instant::now();
         let result = self.upstream.call(&server, &tool, args).await;
-        let shaped = match result {
-            Ok(result) => shape_result(&name, result, raw),
-            Err(e) => Err(e.to_string()),
+        let elapsed = started.elapsed();
+        let (shaped, result_bytes, error) = match result {
+            Ok(result) => {
+                let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
+                match self.broker.check_result(&name, bytes) {
+                    Err(refusal) => (Err(refusal.to_string()), Some(bytes), Some("result_size")),
+                    Ok(()) => {
+                        let shaped = shape_result(&name, result, raw);
+                        let error = shaped.is_err().then_some("tool_error");
+                        (shaped, Some(bytes), error)
+                    }
+                }
+            }
+            Err(e) => {
+                let kind = match e {
+                    crate::upstream::UpstreamError::Timeout { .. } => "timeout",
+                    _ => "server_error",
+                };
+                (Err(e.to_string()), None, Some(kind))
+            }
         };
-        let outcome = if shaped.is_ok() {
-            Outcome::Ok
-        } else {
-            Outcome::Error
-        };
-        self.note(&name, outcome, started.elapsed());
+        self.finish(CallAudit {
+            tool: &name,
+            server: &server,
+            refusal: None,
+            elapsed,
+            argument_bytes,
+            result_bytes,
+            error,
+        });
         shaped
     }
 }

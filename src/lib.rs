@@ -3,17 +3,21 @@
 //! `callMCPTool(...)`; tool definitions and intermediate data never enter the LLM's context.
 //!
 //! Data path: `front` (rmcp server) → `executor` (admission, one fresh worker per execution) →
-//! `sandbox` (jailed worker process, private pipe protocol) → host calls → `broker` (allowlist,
-//! quota) → `upstream` (rmcp clients) → downstream server, and back the same way.
+//! `sandbox` (jailed worker process, private pipe protocol) → host calls → `broker` (policy,
+//! allowlist, quota, schema validation, rate limits, sizes) → `upstream` (rmcp clients) →
+//! downstream server, and back the same way. `audit` writes the trail of executions and calls;
+//! `observe` holds metrics and the operations endpoint.
 
 pub mod app;
 pub mod appliance;
+pub mod audit;
 pub mod broker;
 pub mod catalog;
 pub mod config;
 pub mod directory;
 pub mod executor;
 pub mod front;
+pub mod observe;
 pub mod posture;
 pub mod runtime;
 pub mod sandbox;

@@ -14,11 +14,12 @@ use tokio_util::sync::CancellationToken;
 use code_executor::app::App;
 use code_executor::config::first_run::{self, FirstRun};
 use code_executor::config::settings::{self, Settings};
+use code_executor::front::http::HttpAccess;
 use code_executor::runtime;
 use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::snapshot;
-use code_executor::{appliance, directory, front, posture};
+use code_executor::{appliance, directory, front, observe, posture};
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
 /// jailed sandbox and calls their tools through `callMCPTool(...)`.
@@ -37,8 +38,9 @@ struct Cli {
 enum Command {
     /// Serve MCP over stdio (default) or streamable HTTP.
     Serve {
-        /// Serve streamable HTTP at ADDR (endpoint /mcp), e.g. 127.0.0.1:8765.
-        #[arg(long, value_name = "ADDR")]
+        /// Serve streamable HTTP (endpoint /mcp) instead of stdio, at ADDR (default
+        /// 127.0.0.1:8765; a non-loopback address should come with `http_token_file`).
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
         http: Option<SocketAddr>,
         /// If the settings file (--config, $CODE_EXECUTOR_CONFIG) does not exist, write it first
         /// from the CODE_EXECUTOR_* variables (servers from $CODE_EXECUTOR_SERVERS as JSON).
@@ -167,7 +169,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Serve { http, .. } => serve(settings, http).await,
         Command::Healthcheck { addr, timeout } => {
-            let Some(addr) = addr.or_else(|| ops_listen(&settings)) else {
+            let Some(addr) = addr.or(settings.ops_listen) else {
                 anyhow::bail!("no operations endpoint: set `ops_listen` or give --addr");
             };
             match appliance::healthcheck(addr, std::time::Duration::from_secs(timeout)).await {
@@ -213,7 +215,10 @@ fn init_config(explicit: Option<&std::path::Path>) -> Result<()> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os(settings::CONFIG_ENV).map(PathBuf::from))
     else {
-        anyhow::bail!("--init-config needs --config FILE or ${}", settings::CONFIG_ENV);
+        anyhow::bail!(
+            "--init-config needs --config FILE or ${}",
+            settings::CONFIG_ENV
+        );
     };
     match first_run::ensure(&path)? {
         FirstRun::Existing(path) => {
@@ -226,11 +231,6 @@ fn init_config(explicit: Option<&std::path::Path>) -> Result<()> {
         ),
     }
     Ok(())
-}
-
-/// The configured operations endpoint.
-fn ops_listen(_settings: &Settings) -> Option<SocketAddr> {
-    None
 }
 
 fn posture(json: bool, expect_uid: u32, expect_gid: u32) -> Result<ExitCode> {
@@ -275,6 +275,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
     tracing::info!(
         servers = app.discovery.servers.len(),
         sources = ?app.discovery.sources_read,
+        audit = app.executor.audit().is_enabled(),
         "code-executor ready"
     );
     let front = app.front();
@@ -286,10 +287,40 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
             shutdown.cancel();
         }
     });
+    if let Some(addr) = app.settings.ops_listen {
+        let listener = observe::serve_ops(
+            addr,
+            app.executor.metrics().clone(),
+            app.executor.clone(),
+            shutdown.clone(),
+            |bound| tracing::info!("serving /livez, /readyz and /metrics at http://{bound}"),
+        );
+        // Bind failures stop the start; later errors are logged.
+        let ops = tokio::spawn(listener);
+        tokio::task::yield_now().await;
+        if ops.is_finished() {
+            ops.await?
+                .with_context(|| format!("cannot serve the operations endpoint on {addr}"))?;
+        }
+    }
     match http {
         Some(addr) => {
-            front::http::serve(front, addr, shutdown, |bound| {
-                tracing::info!("serving MCP over streamable HTTP at http://{bound}/mcp");
+            if app.settings.http_token.is_none() && !addr.ip().is_loopback() {
+                tracing::warn!(
+                    "serving HTTP on {addr} without a token: anyone who can reach it can run code; set http_token_file"
+                );
+            }
+            let access = HttpAccess {
+                token: app.settings.http_token.clone(),
+                extra_hosts: app.settings.http_allowed_hosts.clone(),
+                extra_origins: app.settings.http_allowed_origins.clone(),
+            };
+            let authenticated = access.token.is_some();
+            front::http::serve(front, addr, access, shutdown, |bound| {
+                tracing::info!(
+                    authenticated,
+                    "serving MCP over streamable HTTP at http://{bound}/mcp"
+                );
             })
             .await
             .with_context(|| format!("cannot serve HTTP on {addr}"))?;
@@ -306,6 +337,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
         }
     }
     app.executor.upstream().shutdown().await;
+    app.executor.audit().close();
     Ok(ExitCode::SUCCESS)
 }
 

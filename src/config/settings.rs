@@ -5,6 +5,7 @@
 //! field by field by `CODE_EXECUTOR_<FIELD>` environment variables. Every field has a safe default,
 //! documented on the field. This module owns no discovery of downstream servers (see `discovery`).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,7 +19,14 @@ pub const CONFIG_ENV: &str = "CODE_EXECUTOR_CONFIG";
 pub const ENV_PREFIX: &str = "CODE_EXECUTOR_";
 
 /// Variables with the prefix that are not settings fields (read elsewhere).
-const NOT_SETTINGS: &[&str] = &["config", "runtime_mirror", "bin", "log"];
+const NOT_SETTINGS: &[&str] = &["config", "runtime_mirror", "bin", "log", "http_token"];
+
+/// Environment variable holding the HTTP bearer token itself (`http_token_file` is preferred:
+/// a file keeps the secret out of the process environment).
+pub const HTTP_TOKEN_ENV: &str = "CODE_EXECUTOR_HTTP_TOKEN";
+
+/// Shortest bearer token accepted.
+const MIN_TOKEN_LEN: usize = 16;
 
 /// Settings as written by the user: every field optional, unknown fields ignored.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -58,6 +66,42 @@ pub struct RawSettings {
     pub tool_call_timeout_ms: Option<u64>,
     /// Timeout for starting and initialising a downstream server, in ms. Default 30000.
     pub connect_timeout_ms: Option<u64>,
+    /// An MCP config file (`{"mcpServers": {...}}`) read with the highest precedence of all
+    /// server sources (`MCP_CONFIG_PATH`, when set, takes its place). Default: none.
+    pub servers_file: Option<PathBuf>,
+    /// Server-wide policy: when set, no execution may call a tool outside these exact names or
+    /// `*` globs, whatever its `allowedTools` says. Default: unset (`allowedTools` decides).
+    pub policy_allow: Option<Vec<String>>,
+    /// Server-wide policy: tools no execution may ever call (names or `*` globs). Deny wins over
+    /// every allow. Default: empty.
+    pub policy_deny: Option<Vec<String>>,
+    /// Largest arguments object of one tool call, in bytes of JSON. Default 1 MiB.
+    pub max_argument_bytes: Option<usize>,
+    /// Largest downstream result handed to the sandbox, in bytes of JSON. Default 8 MiB.
+    pub max_result_bytes: Option<usize>,
+    /// Tool calls per minute one client session may make (bursts up to the same number).
+    /// Default 3000.
+    pub session_calls_per_minute: Option<u32>,
+    /// Tool calls per minute to one downstream server, all sessions together. Default 1200.
+    pub server_calls_per_minute: Option<u32>,
+    /// Tool calls per minute to one tool, all sessions together. Default 600.
+    pub tool_calls_per_minute: Option<u32>,
+    /// Directory of the audit log: JSON lines, one file per day (`audit.YYYY-MM-DD.jsonl`).
+    /// Default: none (no audit log).
+    pub audit_log_dir: Option<PathBuf>,
+    /// A file holding the bearer token the HTTP endpoint requires (`Authorization: Bearer ..`).
+    /// `CODE_EXECUTOR_HTTP_TOKEN` may hold the token instead. Default: none (no authentication;
+    /// the endpoint binds loopback unless told otherwise).
+    pub http_token_file: Option<PathBuf>,
+    /// `Host` header values accepted by the HTTP endpoint besides the loopback names (which
+    /// are always accepted). Default: none.
+    pub http_allowed_hosts: Option<Vec<String>>,
+    /// Browser `Origin`s accepted by the HTTP endpoint besides loopback pages (`*` may stand for
+    /// the port, e.g. `https://app.example.com:*`). Default: none.
+    pub http_allowed_origins: Option<Vec<String>>,
+    /// Address of the operations endpoint: `/livez`, `/readyz` and `/metrics` (Prometheus).
+    /// Default: none (not served).
+    pub ops_listen: Option<SocketAddr>,
 }
 
 /// Validated settings with every default applied.
@@ -79,6 +123,20 @@ pub struct Settings {
     pub max_tool_calls_per_execution: u32,
     pub tool_call_timeout: Duration,
     pub connect_timeout: Duration,
+    pub servers_file: Option<PathBuf>,
+    pub policy_allow: Option<Vec<String>>,
+    pub policy_deny: Vec<String>,
+    pub max_argument_bytes: usize,
+    pub max_result_bytes: usize,
+    pub session_calls_per_minute: u32,
+    pub server_calls_per_minute: u32,
+    pub tool_calls_per_minute: u32,
+    pub audit_log_dir: Option<PathBuf>,
+    /// The HTTP bearer token, from `http_token_file` or `CODE_EXECUTOR_HTTP_TOKEN`.
+    pub http_token: Option<Secret>,
+    pub http_allowed_hosts: Vec<String>,
+    pub http_allowed_origins: Vec<String>,
+    pub ops_listen: Option<SocketAddr>,
     /// The settings file that was read, if any.
     pub source: Option<PathBuf>,
 }
@@ -94,6 +152,31 @@ pub enum SettingsError {
     Invalid { field: &'static str, reason: String },
     #[error("cannot determine the current directory: {0}")]
     CurrentDir(std::io::Error),
+    #[error("cannot read the HTTP token file {path}: {source}")]
+    TokenFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A secret string that never shows in `Debug` output or logs.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: String) -> Self {
+        Secret(value)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 impl Settings {
@@ -114,7 +197,13 @@ impl Settings {
         }
         figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(NOT_SETTINGS));
         let raw: RawSettings = figment.extract().map_err(Box::new)?;
-        Self::validate(raw, file)
+        let env_token = std::env::var(HTTP_TOKEN_ENV).ok().filter(|t| !t.is_empty());
+        let mut settings = Self::validate(raw, file)?;
+        if settings.http_token.is_none() {
+            settings.http_token = env_token.map(Secret::new);
+        }
+        settings.check_token()?;
+        Ok(settings)
     }
 
     /// Applies defaults and checks ranges.
@@ -140,6 +229,22 @@ impl Settings {
             max_tool_calls_per_execution: raw.max_tool_calls_per_execution.unwrap_or(1000),
             tool_call_timeout: Duration::from_millis(raw.tool_call_timeout_ms.unwrap_or(60_000)),
             connect_timeout: Duration::from_millis(raw.connect_timeout_ms.unwrap_or(30_000)),
+            servers_file: raw.servers_file,
+            policy_allow: raw.policy_allow,
+            policy_deny: raw.policy_deny.unwrap_or_default(),
+            max_argument_bytes: raw.max_argument_bytes.unwrap_or(1024 * 1024),
+            max_result_bytes: raw.max_result_bytes.unwrap_or(8 * 1024 * 1024),
+            session_calls_per_minute: raw.session_calls_per_minute.unwrap_or(3000),
+            server_calls_per_minute: raw.server_calls_per_minute.unwrap_or(1200),
+            tool_calls_per_minute: raw.tool_calls_per_minute.unwrap_or(600),
+            audit_log_dir: raw.audit_log_dir,
+            http_token: match &raw.http_token_file {
+                Some(path) => Some(read_token(path)?),
+                None => None,
+            },
+            http_allowed_hosts: raw.http_allowed_hosts.unwrap_or_default(),
+            http_allowed_origins: raw.http_allowed_origins.unwrap_or_default(),
+            ops_listen: raw.ops_listen,
             source,
         };
         settings.check()?;
@@ -183,8 +288,53 @@ impl Settings {
         if self.tool_call_timeout.is_zero() || self.connect_timeout.is_zero() {
             return invalid("tool_call_timeout_ms", "timeouts must be positive");
         }
-        Ok(())
+        if self.max_argument_bytes < 1024 {
+            return invalid("max_argument_bytes", "must be at least 1024");
+        }
+        if self.max_result_bytes < 1024 {
+            return invalid("max_result_bytes", "must be at least 1024");
+        }
+        for (field, value) in [
+            ("session_calls_per_minute", self.session_calls_per_minute),
+            ("server_calls_per_minute", self.server_calls_per_minute),
+            ("tool_calls_per_minute", self.tool_calls_per_minute),
+        ] {
+            if value == 0 {
+                return invalid(field, "must be at least 1");
+            }
+        }
+        self.check_token()
     }
+
+    fn check_token(&self) -> Result<(), SettingsError> {
+        match &self.http_token {
+            Some(token) if token.expose().len() < MIN_TOKEN_LEN => Err(SettingsError::Invalid {
+                field: "http_token_file",
+                reason: format!("the token must be at least {MIN_TOKEN_LEN} characters"),
+            }),
+            Some(token)
+                if token
+                    .expose()
+                    .chars()
+                    .any(|c| c.is_whitespace() || c.is_control()) =>
+            {
+                Err(SettingsError::Invalid {
+                    field: "http_token_file",
+                    reason: "the token must not contain whitespace or control characters".into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Reads a token file; surrounding whitespace (a trailing newline) is not part of the token.
+fn read_token(path: &Path) -> Result<Secret, SettingsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SettingsError::TokenFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(Secret::new(text.trim().to_string()))
 }
 
 /// `~/.config/code-executor/config.toml` (or the platform's config dir).

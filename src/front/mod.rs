@@ -7,21 +7,27 @@ pub mod http;
 pub mod tools;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use crate::directory;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
 use crate::sandbox::proto::Language;
+
+/// How often a long execution reports progress, when the client asked for it.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back.";
 
@@ -39,6 +45,45 @@ pub struct Front {
     runtime: Arc<RuntimeInfo>,
     tools: Arc<Vec<Tool>>,
     started: Instant,
+}
+
+/// Who is calling: the client session (for rate limits and audit) and the request's
+/// cancellation (a `notifications/cancelled` from the client).
+#[derive(Debug, Clone)]
+struct Caller {
+    session: String,
+    cancel: CancellationToken,
+}
+
+impl Default for Caller {
+    fn default() -> Self {
+        Caller {
+            session: "local".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+}
+
+/// The session a request belongs to: over HTTP the `Mcp-Session-Id` when the client has one,
+/// else a fingerprint of its bearer token (never the token), else `http`; over stdio the one
+/// client of the process, `stdio`.
+fn session_of(context: &RequestContext<RoleServer>) -> String {
+    let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+        return "stdio".into();
+    };
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(id) = header("mcp-session-id").filter(|id| is_printable(id)) {
+        return format!("http:{}", id.chars().take(64).collect::<String>());
+    }
+    if let Some(auth) = header("authorization") {
+        let digest = Sha256::digest(auth.as_bytes());
+        return format!("http-token:{}", hex::encode(&digest[..6]));
+    }
+    "http".into()
+}
+
+fn is_printable(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic())
 }
 
 #[derive(Deserialize)]
@@ -83,6 +128,16 @@ impl Front {
 
     /// Dispatches one tool call; the error string becomes an `isError` result.
     pub async fn dispatch(&self, name: &str, args: Value) -> Result<CallToolResult, String> {
+        self.dispatch_for(name, args, &Caller::default()).await
+    }
+
+    /// Dispatches one tool call for `caller` (its session and cancellation).
+    async fn dispatch_for(
+        &self,
+        name: &str,
+        args: Value,
+        caller: &Caller,
+    ) -> Result<CallToolResult, String> {
         match name {
             tools::EXECUTE_TYPESCRIPT | tools::EXECUTE_PYTHON => {
                 let a: ExecuteArgs = parse(name, args)?;
@@ -98,6 +153,8 @@ impl Front {
                         code: a.code,
                         allowed_tools: a.allowed_tools,
                         timeout_ms: a.timeout_ms,
+                        session: caller.session.clone(),
+                        cancel: caller.cancel.clone(),
                     })
                     .await;
                 Ok(execution_result(report))
@@ -162,6 +219,21 @@ impl Front {
                 } else {
                     "ok"
                 };
+                let counters = self.executor.counters();
+                let recent_errors = self.executor.metrics().recent_errors();
+                let text = format!(
+                    "{status}: {} servers ({failed} failed), deno {}, {} running, {} queued, warm workers ts {}/{} py {}/{}, {} errors in the last {} s",
+                    servers.len(),
+                    self.runtime.deno.as_deref().unwrap_or("missing"),
+                    counters.running,
+                    counters.queued,
+                    counters.warm_typescript_workers,
+                    counters.pool_size_typescript,
+                    counters.warm_python_workers,
+                    counters.pool_size_python,
+                    recent_errors.values().sum::<u64>(),
+                    crate::observe::RECENT_WINDOW.as_secs(),
+                );
                 let health = json!({
                     "status": status,
                     "version": env!("CARGO_PKG_VERSION"),
@@ -171,14 +243,19 @@ impl Front {
                         "configured": servers.len(),
                         "connected": servers.iter().filter(|s| s.state == "connected").count(),
                         "failed": failed,
+                        "states": servers.iter().map(|s| json!({
+                            "name": s.name,
+                            "state": s.state,
+                            "error": s.error,
+                        })).collect::<Vec<_>>(),
                     },
-                    "executions": self.executor.counters(),
+                    "executions": counters,
+                    "recentErrors": {
+                        "windowSeconds": crate::observe::RECENT_WINDOW.as_secs(),
+                        "counts": recent_errors,
+                    },
+                    "audit": self.executor.audit().is_enabled(),
                 });
-                let text = format!(
-                    "{status}: {} servers ({failed} failed), deno {}",
-                    servers.len(),
-                    self.runtime.deno.as_deref().unwrap_or("missing")
-                );
                 structured(&health, text)
             }
             other => Err(format!(
@@ -258,10 +335,41 @@ impl ServerHandler for Front {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let result = match self.dispatch(&request.name, args).await {
+        let caller = Caller {
+            session: session_of(&context),
+            cancel: context.ct.clone(),
+        };
+        let dispatch = self.dispatch_for(&request.name, args, &caller);
+        let result = match context.meta.get_progress_token() {
+            Some(token) => {
+                // Report progress (seconds elapsed) until the call returns.
+                let peer = context.peer.clone();
+                let started = Instant::now();
+                let ticker = async move {
+                    let mut tick = tokio::time::interval(PROGRESS_EVERY);
+                    tick.tick().await;
+                    loop {
+                        tick.tick().await;
+                        let seconds = started.elapsed().as_secs();
+                        let mut param =
+                            ProgressNotificationParam::new(token.clone(), seconds as f64);
+                        param.message = Some(format!("running for {seconds} s"));
+                        if peer.notify_progress(param).await.is_err() {
+                            return;
+                        }
+                    }
+                };
+                tokio::select! {
+                    result = dispatch => result,
+                    () = ticker => unreachable!("the ticker only stops when the client is gone"),
+                }
+            }
+            None => dispatch.await,
+        };
+        let result = match result {
             Ok(result) => result,
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
         };

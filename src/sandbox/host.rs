@@ -18,6 +18,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
 
 use super::jail::{self, JailPolicy};
 use super::proto::{self, HostRequest, Language, Stream, WorkerMessage};
@@ -208,39 +209,70 @@ impl Worker {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Runs `code` to completion, the deadline or a failure, then kills the worker.
+    /// Runs `code` to completion, the deadline, a failure or `cancel`, then kills the worker.
     pub async fn run(
         mut self,
         code: &str,
         deadline: Duration,
         output_limit: usize,
         calls: Arc<dyn HostCalls>,
+        cancel: CancellationToken,
     ) -> RunOutcome {
         let started = Instant::now();
         let mut output = OutputBuffer::new(output_limit);
-        let ending =
-            tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls))
-                .await;
-        let ending = match ending {
-            Ok(ending) => ending,
-            Err(_) => Ending::Failed(format!(
-                "execution timed out after {} ms and was killed",
-                deadline.as_millis()
-            )),
+        let ending = tokio::select! {
+            ending = tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls)) => {
+                ending.unwrap_or(Ending::TimedOut(deadline))
+            }
+            () = cancel.cancelled() => Ending::Cancelled,
         };
+        let peak_memory_bytes = self.peak_memory_bytes();
         self.kill().await;
-        let (success, value, error) = match ending {
-            Ending::Done(value) => (true, value, None),
-            Ending::UserError(e) | Ending::Failed(e) => (false, None, Some(e)),
-            Ending::WorkerExited => (false, None, Some(self.exit_diagnosis().await)),
+        let (end, value, error) = match ending {
+            Ending::Done(value) => (EndKind::Ok, value, None),
+            Ending::UserError(e) => (EndKind::CodeError, None, Some(e)),
+            Ending::Failed(e) => (EndKind::WorkerFailed, None, Some(e)),
+            Ending::TimedOut(after) => (
+                EndKind::Timeout,
+                None,
+                Some(format!(
+                    "execution timed out after {} ms and was killed",
+                    after.as_millis()
+                )),
+            ),
+            Ending::Cancelled => (
+                EndKind::Cancelled,
+                None,
+                Some("execution cancelled by the client; the worker was killed".into()),
+            ),
+            Ending::WorkerExited => {
+                let diagnosis = self.exit_diagnosis().await;
+                let kind = if diagnosis.starts_with(OUT_OF_MEMORY) {
+                    EndKind::OutOfMemory
+                } else {
+                    EndKind::WorkerFailed
+                };
+                (kind, None, Some(diagnosis))
+            }
         };
         RunOutcome {
-            success,
+            success: end == EndKind::Ok,
+            end,
             output: output.finish(),
             value,
             error,
             duration: started.elapsed(),
+            peak_memory_bytes,
         }
+    }
+
+    /// The worker's peak resident memory so far (`VmHWM`), while it still runs.
+    fn peak_memory_bytes(&self) -> Option<u64> {
+        let pid = self.child.id()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
     }
 
     async fn drive(
@@ -374,18 +406,53 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     pub success: bool,
+    pub end: EndKind,
     pub output: String,
     pub value: Option<Value>,
     pub error: Option<String>,
     pub duration: Duration,
+    /// Peak resident memory of the worker, when it could be read.
+    pub peak_memory_bytes: Option<u64>,
+}
+
+/// How a run ended, for audit records and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndKind {
+    Ok,
+    /// The code threw (or Python raised).
+    CodeError,
+    Timeout,
+    Cancelled,
+    OutOfMemory,
+    /// The worker died or broke the protocol.
+    WorkerFailed,
+}
+
+impl EndKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndKind::Ok => "ok",
+            EndKind::CodeError => "code_error",
+            EndKind::Timeout => "timeout",
+            EndKind::Cancelled => "cancelled",
+            EndKind::OutOfMemory => "out_of_memory",
+            EndKind::WorkerFailed => "worker_failed",
+        }
+    }
 }
 
 enum Ending {
     Done(Option<Value>),
     UserError(String),
     Failed(String),
+    TimedOut(Duration),
+    Cancelled,
     WorkerExited,
 }
+
+/// How an out-of-memory diagnosis starts.
+const OUT_OF_MEMORY: &str = "out of memory";
 
 fn describe_user_error(error: Option<proto::UserError>) -> String {
     let Some(error) = error else {
@@ -415,7 +482,7 @@ fn diagnose_exit(status: Option<std::process::ExitStatus>, stderr: &str, heap_mb
     let lower = stderr.to_ascii_lowercase();
     if lower.contains("out of memory") || lower.contains("allocation failed") {
         return format!(
-            "out of memory: the execution exceeded the worker's memory limit (V8 heap {heap_mb} MiB) and was killed"
+            "{OUT_OF_MEMORY}: the execution exceeded the worker's memory limit (V8 heap {heap_mb} MiB) and was killed"
         );
     }
     let how = match status {

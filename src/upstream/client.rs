@@ -172,9 +172,12 @@ async fn connect_with(
             env,
             cwd,
         } => {
-            // The child inherits our environment (PATH, so `npx`/`uvx` are found), plus its own.
+            // The child inherits our environment (PATH, so `npx`/`uvx` are found), plus its own,
+            // but never the token clients use to reach us.
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env);
+            cmd.args(args)
+                .env_remove(crate::config::settings::HTTP_TOKEN_ENV)
+                .envs(env);
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }

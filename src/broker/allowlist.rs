@@ -1,25 +1,16 @@
-//! Decisions on tool calls from sandboxed code: the per-execution allowlist (exact names and
-//! `*` globs) and the per-execution call quota. Pure logic, no I/O.
+//! Name patterns: the per-execution `allowedTools` and the server-wide policy lists, as exact
+//! names and `*` globs. Pure logic, no I/O.
 //!
 //! Names are compared exactly as given: no case folding, no Unicode normalisation, and a name
 //! holding whitespace or control characters never matches anything.
 
 use globset::{GlobBuilder, GlobMatcher};
 
-/// Why a call is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error("tool `{0}` is not in allowedTools for this execution")]
-    NotAllowed(String),
-    #[error("tool name `{0}` contains whitespace or control characters")]
-    MalformedName(String),
-    #[error("this execution reached its limit of {0} tool calls")]
-    QuotaExceeded(u32),
-}
+use super::Refusal;
 
 /// A pattern in `allowedTools` that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid allowedTools entry `{pattern}`: {reason}")]
+#[error("invalid tool pattern `{pattern}`: {reason}")]
 pub struct PatternError {
     pub pattern: String,
     pub reason: String,
@@ -32,7 +23,7 @@ pub struct Allowlist {
     globs: Vec<GlobMatcher>,
 }
 
-fn is_clean(name: &str) -> bool {
+pub(super) fn is_clean(name: &str) -> bool {
     !name.is_empty() && !name.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
@@ -72,43 +63,22 @@ impl Allowlist {
         Ok(list)
     }
 
-    /// Whether `qualified` (`mcp__<server>__<tool>`) may be called.
+    /// Whether a clean `qualified` name (`mcp__<server>__<tool>`) matches an entry.
+    pub fn matches(&self, qualified: &str) -> bool {
+        is_clean(qualified)
+            && (self.exact.iter().any(|e| e == qualified)
+                || self.globs.iter().any(|g| g.is_match(qualified)))
+    }
+
+    /// Whether `qualified` may be called under this execution's allowlist.
     pub fn check(&self, qualified: &str) -> Result<(), Refusal> {
         if !is_clean(qualified) {
             return Err(Refusal::MalformedName(qualified.escape_debug().to_string()));
         }
-        let allowed = self.exact.iter().any(|e| e == qualified)
-            || self.globs.iter().any(|g| g.is_match(qualified));
-        if allowed {
+        if self.matches(qualified) {
             Ok(())
         } else {
             Err(Refusal::NotAllowed(qualified.to_string()))
-        }
-    }
-}
-
-/// Counts the calls of one execution against its quota.
-#[derive(Debug)]
-pub struct CallQuota {
-    limit: u32,
-    used: std::sync::atomic::AtomicU32,
-}
-
-impl CallQuota {
-    pub fn new(limit: u32) -> Self {
-        CallQuota {
-            limit,
-            used: Default::default(),
-        }
-    }
-
-    /// Takes one call from the quota.
-    pub fn take(&self) -> Result<(), Refusal> {
-        let used = self.used.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if used >= self.limit {
-            Err(Refusal::QuotaExceeded(self.limit))
-        } else {
-            Ok(())
         }
     }
 }
@@ -165,13 +135,5 @@ mod tests {
         ] {
             assert!(Allowlist::new(&[p.to_string()]).is_err(), "{p:?}");
         }
-    }
-
-    #[test]
-    fn the_quota_counts() {
-        let q = CallQuota::new(2);
-        assert!(q.take().is_ok());
-        assert!(q.take().is_ok());
-        assert_eq!(q.take(), Err(Refusal::QuotaExceeded(2)));
     }
 }

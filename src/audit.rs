@@ -1,0 +1,220 @@
+//! The audit trail: the schema of audit records and their only writer.
+//!
+//! One JSON line per execution and one per tool call (decided, sent or refused), appended through
+//! `tracing-appender`'s non-blocking writer to a file per day, `audit.YYYY-MM-DD.jsonl`, in the
+//! configured directory. The writer never drops records (it blocks instead when its queue is
+//! full). Records never hold code, argument values, results or secrets: code is recorded as its
+//! SHA-256 and length, arguments and results as sizes, errors as a category. Every string is
+//! written by `serde_json`, which escapes newlines, quotes and control characters (an ANSI escape
+//! becomes `\u001b`), so nothing inside a record can forge another record or a terminal sequence.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
+
+/// Prefix and suffix of the daily files.
+pub const FILE_PREFIX: &str = "audit";
+pub const FILE_SUFFIX: &str = "jsonl";
+
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the audit log in {dir}: {reason}")]
+pub struct AuditError {
+    dir: String,
+    reason: String,
+}
+
+/// One execution, recorded when it ends.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionRecord<'a> {
+    pub execution_id: &'a str,
+    pub session: &'a str,
+    pub language: &'a str,
+    pub code_sha256: String,
+    pub code_bytes: usize,
+    pub allowed_tools: &'a [String],
+    pub duration_ms: u64,
+    /// `ok`, `code_error`, `timeout`, `cancelled`, `out_of_memory`, `worker_failed`, `refused`.
+    pub outcome: &'a str,
+    pub tool_calls: u32,
+    pub tool_calls_refused: u32,
+    /// Peak resident memory of the worker, in bytes.
+    pub peak_memory_bytes: Option<u64>,
+}
+
+/// One tool call from sandboxed code, recorded when decided and, if sent, answered.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallRecord<'a> {
+    pub execution_id: &'a str,
+    pub session: &'a str,
+    /// The canonical `mcp__<server>__<tool>`, or the name as asked when it did not resolve.
+    pub tool: &'a str,
+    /// `allowed` (sent downstream) or `refused` (never left the host).
+    pub decision: &'a str,
+    /// Why: the refusal's code (`not_allowed`, `policy`, `schema`, `rate_limit`, ...), or
+    /// `allowed`.
+    pub reason: &'a str,
+    pub duration_ms: u64,
+    pub argument_bytes: usize,
+    pub result_bytes: Option<usize>,
+    /// For a call that was sent and failed: `tool_error`, `timeout`, `server_error`,
+    /// `result_size`.
+    pub error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Line<'a, R: Serialize> {
+    ts: String,
+    event: &'a str,
+    #[serde(flatten)]
+    record: &'a R,
+}
+
+/// The audit log; a disabled one records nothing.
+pub struct AuditLog {
+    writer: Option<Mutex<NonBlocking>>,
+    guard: Mutex<Option<WorkerGuard>>,
+}
+
+impl AuditLog {
+    /// A log that records nothing.
+    pub fn disabled() -> Self {
+        AuditLog {
+            writer: None,
+            guard: Mutex::new(None),
+        }
+    }
+
+    /// Opens (creating it if needed) the daily log in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, AuditError> {
+        let error = |reason: String| AuditError {
+            dir: dir.display().to_string(),
+            reason,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| error(e.to_string()))?;
+        let appender = RollingFileAppender::builder()
+            .rotation(Rotation::DAILY)
+            .filename_prefix(FILE_PREFIX)
+            .filename_suffix(FILE_SUFFIX)
+            .build(dir)
+            .map_err(|e| error(e.to_string()))?;
+        let (writer, guard) = NonBlockingBuilder::default()
+            .lossy(false)
+            .thread_name("audit-writer")
+            .finish(appender);
+        Ok(AuditLog {
+            writer: Some(Mutex::new(writer)),
+            guard: Mutex::new(Some(guard)),
+        })
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    pub fn execution(&self, record: &ExecutionRecord<'_>) {
+        self.write("execution", record);
+    }
+
+    pub fn tool_call(&self, record: &ToolCallRecord<'_>) {
+        self.write("tool_call", record);
+    }
+
+    /// Flushes what is queued and stops the writer; later records are dropped.
+    pub fn close(&self) {
+        drop(self.guard.lock().expect("audit guard lock").take());
+    }
+
+    fn write<R: Serialize>(&self, event: &str, record: &R) {
+        let Some(writer) = &self.writer else { return };
+        let line = Line {
+            ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            event,
+            record,
+        };
+        let mut bytes = match serde_json::to_vec(&line) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::error!("audit record not serialisable: {e}");
+                return;
+            }
+        };
+        bytes.push(b'\n');
+        // One `write_all` per record: the writer thread receives whole lines.
+        if let Err(e) = writer.lock().expect("audit writer lock").write_all(&bytes) {
+            tracing::error!("audit record not written: {e}");
+        }
+    }
+}
+
+/// The SHA-256 of code, as recorded instead of the code.
+pub fn code_digest(code: &str) -> String {
+    hex::encode(Sha256::digest(code.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_single_escaped_json_lines_without_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = AuditLog::open(dir.path()).unwrap();
+        let forged = "mcp__a__b\n{\"event\":\"execution\",\"outcome\":\"ok\"}\u{1b}[2J";
+        log.tool_call(&ToolCallRecord {
+            execution_id: "e1",
+            session: "stdio",
+            tool: forged,
+            decision: "refused",
+            reason: "malformed_name",
+            duration_ms: 0,
+            argument_bytes: 12,
+            result_bytes: None,
+            error: None,
+        });
+        log.execution(&ExecutionRecord {
+            execution_id: "e1",
+            session: "stdio",
+            language: "typescript",
+            code_sha256: code_digest("console.log('secret')"),
+            code_bytes: 21,
+            allowed_tools: &["mcp__a__*".to_string()],
+            duration_ms: 5,
+            outcome: "ok",
+            tool_calls: 0,
+            tool_calls_refused: 1,
+            peak_memory_bytes: Some(1),
+        });
+        log.close();
+        let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        let path = files[0].as_ref().unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("audit.") && name.ends_with(".jsonl"),
+            "{name}"
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains('\u{1b}') && !text.contains("secret"),
+            "{text}"
+        );
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0]["event"], "tool_call");
+        assert_eq!(lines[0]["tool"], forged);
+        assert_eq!(lines[1]["event"], "execution");
+        assert_eq!(lines[1]["codeSha256"], code_digest("console.log('secret')"));
+        assert!(lines[1]["ts"].as_str().unwrap().ends_with('Z'));
+    }
+}

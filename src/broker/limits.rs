@@ -1,0 +1,138 @@
+//! How many tool calls may go out: rate limits per client session, per downstream server and
+//! per tool (`governor`, keyed token buckets refilled per minute), and the per-execution quota.
+//! Pure logic: time comes from the clock the limiter is built with.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::NoOpMiddleware;
+use governor::state::keyed::DefaultKeyedStateStore;
+use governor::{Quota, RateLimiter};
+
+use super::Refusal;
+
+/// Tool calls per minute allowed in each scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateQuotas {
+    pub per_session: NonZeroU32,
+    pub per_server: NonZeroU32,
+    pub per_tool: NonZeroU32,
+}
+
+/// The scope a rate limit applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Session,
+    Server,
+    Tool,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scope::Session => "client session",
+            Scope::Server => "server",
+            Scope::Tool => "tool",
+        })
+    }
+}
+
+type Keyed<C> =
+    RateLimiter<String, DefaultKeyedStateStore<String>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+
+/// The three keyed limiters. A call must pass all three; a refused call consumes nothing.
+pub struct RateLimits<C: Clock = DefaultClock> {
+    quotas: RateQuotas,
+    session: Keyed<C>,
+    server: Keyed<C>,
+    tool: Keyed<C>,
+    clock: C,
+    checks: AtomicU64,
+}
+
+/// How often idle keys are forgotten (every this many checks).
+const PRUNE_EVERY: u64 = 1024;
+
+impl RateLimits<DefaultClock> {
+    pub fn new(quotas: RateQuotas) -> Self {
+        Self::with_clock(quotas, DefaultClock::default())
+    }
+}
+
+impl<C: Clock + Clone> RateLimits<C> {
+    /// Limits driven by `clock` (a fake clock in tests).
+    pub fn with_clock(quotas: RateQuotas, clock: C) -> Self {
+        let limiter =
+            |n: NonZeroU32| RateLimiter::dashmap_with_clock(Quota::per_minute(n), clock.clone());
+        RateLimits {
+            session: limiter(quotas.per_session),
+            server: limiter(quotas.per_server),
+            tool: limiter(quotas.per_tool),
+            quotas,
+            clock,
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes one call for `session` to `tool` of `server`, or says which limit refused it and
+    /// when to retry. Scopes are checked narrowest first (tool, server, session); a call refused
+    /// by a wider scope has already used a token of the narrower ones (governor has no dry run),
+    /// which errs on the side of fewer calls.
+    pub fn check(&self, session: &str, server: &str, tool: &str) -> Result<(), Refusal> {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
+            for limiter in [&self.session, &self.server, &self.tool] {
+                limiter.retain_recent();
+            }
+        }
+        let scopes = [
+            (Scope::Tool, &self.tool, tool, self.quotas.per_tool),
+            (Scope::Server, &self.server, server, self.quotas.per_server),
+            (
+                Scope::Session,
+                &self.session,
+                session,
+                self.quotas.per_session,
+            ),
+        ];
+        for (scope, limiter, key, per_minute) in scopes {
+            if let Err(not_until) = limiter.check_key(&key.to_string()) {
+                let retry_after = not_until.wait_time_from(self.clock.now());
+                return Err(Refusal::RateLimited {
+                    scope,
+                    key: key.to_string(),
+                    per_minute: per_minute.get(),
+                    retry_after,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Counts the calls of one execution against its quota.
+#[derive(Debug)]
+pub struct CallQuota {
+    limit: u32,
+    used: AtomicU32,
+}
+
+impl CallQuota {
+    pub fn new(limit: u32) -> Self {
+        CallQuota {
+            limit,
+            used: AtomicU32::new(0),
+        }
+    }
+
+    /// Takes one call from the quota.
+    pub fn take(&self) -> Result<(), Refusal> {
+        let used = self.used.fetch_add(1, Ordering::SeqCst);
+        if used >= self.limit {
+            Err(Refusal::QuotaExceeded(self.limit))
+        } else {
+            Ok(())
+        }
+    }
+}

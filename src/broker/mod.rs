@@ -1,0 +1,220 @@
+//! Every decision on a tool call from sandboxed code, before it leaves the host: the name must
+//! be clean, the server-wide policy must not deny it (deny wins over every allow), the
+//! execution's `allowedTools` must allow it, the execution's quota and the rate limits must have
+//! room, the arguments must fit the size cap and validate against the tool's live input schema,
+//! and the result must fit its cap on the way back. Pure logic: no processes, no I/O; the
+//! executor asks, the broker answers.
+
+pub mod allowlist;
+pub mod limits;
+pub mod schema;
+
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+pub use allowlist::{Allowlist, PatternError};
+pub use limits::{CallQuota, RateLimits, RateQuotas, Scope};
+use schema::SchemaCache;
+
+/// Why a call is refused. The message tells the code what to change or when to retry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("tool `{0}` is not in allowedTools for this execution")]
+    NotAllowed(String),
+    #[error("tool `{0}` is denied by the server's policy")]
+    DeniedByPolicy(String),
+    #[error("tool `{0}` is outside the tools the server's policy allows")]
+    OutsidePolicy(String),
+    #[error("tool name `{0}` contains whitespace or control characters")]
+    MalformedName(String),
+    #[error("this execution reached its limit of {0} tool calls")]
+    QuotaExceeded(u32),
+    #[error(
+        "rate limit of {per_minute} calls per minute for {scope} `{key}` reached; retry in {} ms",
+        retry_after.as_millis().max(1)
+    )]
+    RateLimited {
+        scope: Scope,
+        key: String,
+        per_minute: u32,
+        retry_after: Duration,
+    },
+    #[error("arguments for {tool} are {bytes} bytes of JSON, over the limit of {limit} bytes")]
+    ArgumentsTooLarge {
+        tool: String,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error("result of {tool} is {bytes} bytes of JSON, over the limit of {limit} bytes")]
+    ResultTooLarge {
+        tool: String,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error(
+        "arguments for {tool} do not match its input schema (the call was not sent):\n- {}\nexpected: {expected}\ngiven: {given}",
+        errors.join("\n- ")
+    )]
+    InvalidArguments {
+        tool: String,
+        errors: Vec<String>,
+        expected: String,
+        given: String,
+    },
+    #[error(
+        "the input schema of {tool} cannot be used to check arguments, so the call was not sent: {reason}"
+    )]
+    UnusableSchema { tool: String, reason: String },
+}
+
+impl Refusal {
+    /// A stable, short code for audit records and metrics labels.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::NotAllowed(_) => "not_allowed",
+            Refusal::DeniedByPolicy(_) | Refusal::OutsidePolicy(_) => "policy",
+            Refusal::MalformedName(_) => "malformed_name",
+            Refusal::QuotaExceeded(_) => "execution_quota",
+            Refusal::RateLimited { .. } => "rate_limit",
+            Refusal::ArgumentsTooLarge { .. } => "argument_size",
+            Refusal::ResultTooLarge { .. } => "result_size",
+            Refusal::InvalidArguments { .. } => "schema",
+            Refusal::UnusableSchema { .. } => "unusable_schema",
+        }
+    }
+}
+
+/// The server-wide policy from the settings.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    /// When set, nothing outside it may be called.
+    pub allow: Option<Allowlist>,
+    /// Never callable; wins over every allow.
+    pub deny: Allowlist,
+}
+
+impl Policy {
+    pub fn new(allow: Option<&[String]>, deny: &[String]) -> Result<Self, PatternError> {
+        Ok(Policy {
+            allow: allow.map(Allowlist::new).transpose()?,
+            deny: Allowlist::new(deny)?,
+        })
+    }
+}
+
+/// The broker's settings.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub policy: Policy,
+    pub rates: RateQuotas,
+    pub max_argument_bytes: usize,
+    pub max_result_bytes: usize,
+}
+
+/// What one execution brings to each decision.
+pub struct CallScope<'a> {
+    /// The client session the execution runs for (rate limits).
+    pub session: &'a str,
+    pub allowlist: &'a Allowlist,
+    pub quota: &'a CallQuota,
+}
+
+/// The decision maker, shared by all executions.
+pub struct Broker {
+    policy: Policy,
+    limits: RateLimits,
+    schemas: SchemaCache,
+    max_argument_bytes: usize,
+    max_result_bytes: usize,
+}
+
+impl Broker {
+    pub fn new(config: BrokerConfig) -> Self {
+        Broker {
+            policy: config.policy,
+            limits: RateLimits::new(config.rates),
+            schemas: SchemaCache::default(),
+            max_argument_bytes: config.max_argument_bytes,
+            max_result_bytes: config.max_result_bytes,
+        }
+    }
+
+    /// Checks that need no knowledge of the tool: the name, the policy, the allowlist, the
+    /// execution's quota and the argument size. `qualified` is the canonical
+    /// `mcp__<server>__<tool>` after resolution against the configured server names.
+    pub fn admit(
+        &self,
+        scope: &CallScope<'_>,
+        qualified: &str,
+        argument_bytes: usize,
+    ) -> Result<(), Refusal> {
+        if !allowlist::is_clean(qualified) {
+            return Err(Refusal::MalformedName(qualified.escape_debug().to_string()));
+        }
+        if self.policy.deny.matches(qualified) {
+            return Err(Refusal::DeniedByPolicy(qualified.to_string()));
+        }
+        if let Some(allow) = &self.policy.allow
+            && !allow.matches(qualified)
+        {
+            return Err(Refusal::OutsidePolicy(qualified.to_string()));
+        }
+        scope.allowlist.check(qualified)?;
+        scope.quota.take()?;
+        if argument_bytes > self.max_argument_bytes {
+            return Err(Refusal::ArgumentsTooLarge {
+                tool: qualified.to_string(),
+                bytes: argument_bytes,
+                limit: self.max_argument_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Validates the arguments against the tool's live input schema; `expected` renders the
+    /// tool's signature for the error message.
+    pub fn validate(
+        &self,
+        qualified: &str,
+        input_schema: &Map<String, Value>,
+        args: &Value,
+        expected: impl FnOnce() -> String,
+    ) -> Result<(), Refusal> {
+        self.schemas
+            .validate(qualified, input_schema, args, expected)
+    }
+
+    /// The last check before the call leaves: the rate limits (per session, server and tool).
+    pub fn rate(&self, session: &str, server: &str, qualified: &str) -> Result<(), Refusal> {
+        self.limits.check(session, server, qualified)
+    }
+
+    /// Checks a result's size on its way back to the sandbox.
+    pub fn check_result(&self, qualified: &str, result_bytes: usize) -> Result<(), Refusal> {
+        if result_bytes > self.max_result_bytes {
+            return Err(Refusal::ResultTooLarge {
+                tool: qualified.to_string(),
+                bytes: result_bytes,
+                limit: self.max_result_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl RateQuotas {
+    /// Quotas from per-minute numbers; zero is read as one.
+    pub fn per_minute(session: u32, server: u32, tool: u32) -> Self {
+        let nz = |n: u32| NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
+        RateQuotas {
+            per_session: nz(session),
+            per_server: nz(server),
+            per_tool: nz(tool),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
