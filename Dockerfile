@@ -14,13 +14,15 @@ ENV PATH=/usr/local/bin:/usr/bin \
     HOME=/home/executor \
     CODE_EXECUTOR_RUNTIME_DIR=/opt/code-executor/runtimes \
     CODE_EXECUTOR_CACHE_DIR=/opt/code-executor/cache \
-    CODE_EXECUTOR_PROJECT_DIR=/home/executor \
-    CODE_EXECUTOR_CONFIG=/config/config.toml
+    CODE_EXECUTOR_PROJECT_DIR=/home/executor
 
 # The Pyodide memory snapshot holds absolute paths of the Pyodide files, so it is made here,
 # at the image's own paths, by the server itself (exec form: there is no shell). The runtimes
 # are already installed and verified; nothing is downloaded (the build has no network).
 RUN ["/usr/local/bin/code-executor", "fetch-runtimes"]
+
+# The settings file on the config volume, written on the first start (`serve --init-config`).
+ENV CODE_EXECUTOR_CONFIG=/config/config.toml
 
 USER 1001:1001
 WORKDIR /home/executor

@@ -156,6 +156,10 @@ pub fn generate(
             var: format!("{ENV_PREFIX}{}", field.to_ascii_uppercase()),
             reason,
         },
+        e @ SettingsError::TokenFile { .. } => FirstRunError::Variable {
+            var: format!("{ENV_PREFIX}HTTP_TOKEN_FILE"),
+            reason: e.to_string(),
+        },
         other => FirstRunError::Variable {
             var: format!("{ENV_PREFIX}*"),
             reason: other.to_string(),
@@ -290,7 +294,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.starts_with("CODE_EXECUTOR_HEAP_LIMIT_MB is invalid"), "{err}");
+        assert!(
+            err.starts_with("CODE_EXECUTOR_HEAP_LIMIT_MB is invalid"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -315,7 +322,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(err.starts_with("CODE_EXECUTOR_TIMEOUT_MSS is invalid"), "{err}");
+        assert!(
+            err.starts_with("CODE_EXECUTOR_TIMEOUT_MSS is invalid"),
+            "{err}"
+        );
     }
 
     #[test]

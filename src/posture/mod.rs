@@ -372,7 +372,8 @@ fn seccomp(name: &'static str, status: &Option<ProcStatus>) -> Check {
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_else(|| "unreadable".into())
+    v.map(|v| v.to_string())
+        .unwrap_or_else(|| "unreadable".into())
 }
 
 fn pid1_is_tini() -> Check {
@@ -405,7 +406,11 @@ fn reaping(exe: &Path) -> Check {
         .ok()
         .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
     let Some(orphan) = orphan else {
-        return check(NAME, false, format!("the orphan probe did not run: {out:?}"));
+        return check(
+            NAME,
+            false,
+            format!("the orphan probe did not run: {out:?}"),
+        );
     };
     let status_path = PathBuf::from(format!("/proc/{orphan}/status"));
     let mut adopted_by = None;
@@ -610,7 +615,11 @@ fn env_without_secrets(name: &'static str, environ: &Path) -> Check {
                 },
             )
         }
-        Err(e) => check(name, false, format!("cannot read {}: {e}", environ.display())),
+        Err(e) => check(
+            name,
+            false,
+            format!("cannot read {}: {e}", environ.display()),
+        ),
     }
 }
 
@@ -947,8 +956,10 @@ pub fn probe_main(name: &str) -> i32 {
                 );
             }
             // The families the server needs must still work, or the probe proves nothing.
-            for (what, family) in [("AF_INET", AddressFamily::Inet), ("AF_UNIX", AddressFamily::Unix)]
-            {
+            for (what, family) in [
+                ("AF_INET", AddressFamily::Inet),
+                ("AF_UNIX", AddressFamily::Unix),
+            ] {
                 if let Err(e) = socket(family, SockType::Stream, SockFlag::empty(), None) {
                     println!("socket({what}) fails too ({e}): the probe cannot tell");
                     return 2;
@@ -990,11 +1001,17 @@ fn fork_bomb() -> i32 {
     }
     match failure {
         Some(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-            println!("{} processes started, then fork failed: {e}", children.len());
+            println!(
+                "{} processes started, then fork failed: {e}",
+                children.len()
+            );
             PROBE_REFUSED
         }
         Some(e) => {
-            println!("{} processes started, then fork failed otherwise: {e}", children.len());
+            println!(
+                "{} processes started, then fork failed otherwise: {e}",
+                children.len()
+            );
             PROBE_ALLOWED
         }
         None => {

@@ -26,7 +26,11 @@ fn status_of_root_fails_every_hardening_check() {
     let s = Some(ProcStatus::parse(STATUS_ROOT));
     let caps = caps_zero("caps", &s);
     assert!(!caps.pass);
-    assert!(caps.detail.contains("CapEff=000001ffffffffff"), "{}", caps.detail);
+    assert!(
+        caps.detail.contains("CapEff=000001ffffffffff"),
+        "{}",
+        caps.detail
+    );
     assert!(!no_new_privs("nnp", &s).pass);
     assert!(!seccomp("seccomp", &s).pass);
 }
