@@ -243,6 +243,8 @@ fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
+// figment's `Jail` closures return its own large error type.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
 
