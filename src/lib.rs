@@ -9,6 +9,7 @@
 //! `observe` holds metrics and the operations endpoint.
 
 pub mod app;
+pub mod appliance;
 pub mod audit;
 pub mod broker;
 pub mod catalog;
@@ -17,6 +18,7 @@ pub mod directory;
 pub mod executor;
 pub mod front;
 pub mod observe;
+pub mod posture;
 pub mod runtime;
 pub mod sandbox;
 pub mod setup;

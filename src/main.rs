@@ -12,13 +12,14 @@ use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 use code_executor::app::App;
-use code_executor::config::settings::Settings;
+use code_executor::config::first_run::{self, FirstRun};
+use code_executor::config::settings::{self, Settings};
 use code_executor::front::http::HttpAccess;
 use code_executor::runtime;
 use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::snapshot;
-use code_executor::{directory, front, observe};
+use code_executor::{appliance, directory, front, observe, posture};
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
 /// jailed sandbox and calls their tools through `callMCPTool(...)`.
@@ -41,6 +42,10 @@ enum Command {
         /// 127.0.0.1:8765; a non-loopback address should come with `http_token_file`).
         #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
         http: Option<SocketAddr>,
+        /// If the settings file (--config, $CODE_EXECUTOR_CONFIG) does not exist, write it first
+        /// from the CODE_EXECUTOR_* variables (servers from $CODE_EXECUTOR_SERVERS as JSON).
+        #[arg(long)]
+        init_config: bool,
     },
     /// List the configured downstream servers and their state (connects to each).
     Servers {
@@ -80,6 +85,39 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         mirror: Option<PathBuf>,
     },
+    /// Report the hardening of the container as seen from inside (pass/fail per check);
+    /// exits non-zero if any check fails.
+    Posture {
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
+        /// The uid the server must run as.
+        #[arg(long, default_value_t = 1001)]
+        expect_uid: u32,
+        /// The gid the server must run as.
+        #[arg(long, default_value_t = 1001)]
+        expect_gid: u32,
+    },
+    /// One syscall probe of `posture`, run in its own process.
+    #[command(hide = true)]
+    PostureProbe { name: String },
+    /// Exit 0 if the operations endpoint (`ops_listen`) answers GET /readyz with 200.
+    Healthcheck {
+        /// The operations endpoint's address. Default: the `ops_listen` setting.
+        #[arg(long, value_name = "ADDR")]
+        addr: Option<SocketAddr>,
+        /// Seconds to wait for the answer.
+        #[arg(long, default_value_t = 5)]
+        timeout: u64,
+    },
+    /// Forward TCP connections from LISTEN to TO (host:port): publishes the MCP port of a
+    /// server that sits on an internal network.
+    Relay {
+        #[arg(long, value_name = "ADDR")]
+        listen: SocketAddr,
+        #[arg(long, value_name = "HOST:PORT")]
+        to: String,
+    },
 }
 
 fn init_logging(default_level: &str) {
@@ -93,11 +131,23 @@ fn init_logging(default_level: &str) {
         .init();
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::PostureProbe { name } = &cli.command {
+        // Before any runtime thread exists: the kernel refuses unshare(CLONE_NEWUSER) to every
+        // multithreaded process, which would pass for a refusal by the container.
+        return ExitCode::from(posture::probe_main(name) as u8);
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the tokio runtime starts")
+        .block_on(async_main(cli))
+}
+
+async fn async_main(cli: Cli) -> ExitCode {
     let default_level = match cli.command {
-        Command::Serve { .. } => "info,rmcp=warn",
+        Command::Serve { .. } | Command::Relay { .. } => "info,rmcp=warn",
         _ => "warn",
     };
     init_logging(default_level);
@@ -111,9 +161,40 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
+    // Commands that need no settings (they run in the container's probes and its relay).
+    match &cli.command {
+        Command::Posture {
+            json,
+            expect_uid,
+            expect_gid,
+        } => return posture(*json, *expect_uid, *expect_gid),
+        Command::Relay { listen, to } => return relay(*listen, to.clone()).await,
+        Command::Serve {
+            init_config: true, ..
+        } => init_config(cli.config.as_deref())?,
+        _ => {}
+    }
     let settings = Settings::load(cli.config.as_deref())?;
     match cli.command {
-        Command::Serve { http } => serve(settings, http).await,
+        Command::Serve { http, .. } => serve(settings, http).await,
+        Command::Healthcheck { addr, timeout } => {
+            let Some(addr) = addr.or(settings.ops_listen) else {
+                anyhow::bail!("no operations endpoint: set `ops_listen` or give --addr");
+            };
+            match appliance::healthcheck(addr, std::time::Duration::from_secs(timeout)).await {
+                Ok(body) => {
+                    println!("{body}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("unhealthy: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        Command::Posture { .. } | Command::PostureProbe { .. } | Command::Relay { .. } => {
+            unreachable!("handled before the settings are loaded")
+        }
         Command::Servers { json } => servers(settings, json).await,
         Command::Search {
             query,
@@ -148,6 +229,67 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// The settings file to write on a first start: --config, else $CODE_EXECUTOR_CONFIG.
+fn init_config(explicit: Option<&std::path::Path>) -> Result<()> {
+    let Some(path) = explicit
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(settings::CONFIG_ENV).map(PathBuf::from))
+    else {
+        anyhow::bail!(
+            "--init-config needs --config FILE or ${}",
+            settings::CONFIG_ENV
+        );
+    };
+    match first_run::ensure(&path)? {
+        FirstRun::Existing(path) => {
+            tracing::info!(path = %path.display(), "settings file exists; not generated")
+        }
+        FirstRun::Written { config, servers } => tracing::info!(
+            config = %config.display(),
+            servers = ?servers,
+            "first start: settings written from the CODE_EXECUTOR_* variables"
+        ),
+    }
+    Ok(())
+}
+
+fn posture(json: bool, expect_uid: u32, expect_gid: u32) -> Result<ExitCode> {
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let expect = posture::Expectations {
+        uid: expect_uid,
+        gid: expect_gid,
+        ..Default::default()
+    };
+    let report = posture::report(&exe, &expect);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(if report.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+async fn relay(listen: SocketAddr, to: String) -> Result<ExitCode> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    tracing::info!("relaying {} to {to}", listener.local_addr()?);
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown_signal().await;
+            shutdown.cancel();
+        }
+    });
+    appliance::relay(listener, to, shutdown).await;
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode> {

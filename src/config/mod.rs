@@ -1,6 +1,8 @@
 //! Configuration: the server's own settings (`settings`) and the downstream MCP servers found
-//! in the config files users already have (`discovery`, with `${VAR}` expansion in `expand`).
+//! in the config files users already have (`discovery`, with `${VAR}` expansion in `expand`);
+//! `first_run` writes the settings file of a fresh container from its `CODE_EXECUTOR_*` variables.
 
 pub mod discovery;
 pub mod expand;
+pub mod first_run;
 pub mod settings;

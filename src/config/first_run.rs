@@ -1,0 +1,422 @@
+//! First-run configuration for the container appliance (`serve --init-config`): when the
+//! settings file does not exist yet (a fresh config volume), write one from the
+//! `CODE_EXECUTOR_*` variables, and the downstream servers given as JSON in
+//! `CODE_EXECUTOR_SERVERS` to a `servers.json` beside it (referenced by `servers_file`). Every
+//! later start reads the file, which the operator may edit. An existing file is never touched.
+//!
+//! Each variable is checked on its own first, so a bad one stops the start with a message
+//! naming it; nothing is written unless every variable is good. The token itself
+//! (`CODE_EXECUTOR_HTTP_TOKEN`) is never written: `http_token_file` is the way to pass it.
+//! This module owns the generation only; loading and validating settings stays in `settings`.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::Serialized;
+use figment::value::Value;
+
+use super::settings::{ENV_PREFIX, RawSettings, Settings, SettingsError};
+
+/// Variable holding the downstream servers as JSON: `{"name": {...}}` or
+/// `{"mcpServers": {"name": {...}}}`, entries as in any MCP client config.
+pub const SERVERS_ENV: &str = "CODE_EXECUTOR_SERVERS";
+/// Name of the servers file written beside the settings file.
+pub const SERVERS_FILE_NAME: &str = "servers.json";
+
+/// Variables with the prefix that are not settings keys (read elsewhere, or secrets).
+const NOT_SETTINGS: &[&str] = &[
+    "CONFIG",
+    "RUNTIME_MIRROR",
+    "BIN",
+    "LOG",
+    "HTTP_TOKEN",
+    "SERVERS",
+];
+
+/// What `ensure` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FirstRun {
+    /// The settings file existed and was left alone.
+    Existing(PathBuf),
+    /// The settings file (and, when servers were given, the servers file) was written.
+    Written {
+        config: PathBuf,
+        servers: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FirstRunError {
+    #[error("{var} is invalid: {reason}")]
+    Variable { var: String, reason: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The generated files' contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generated {
+    pub config_toml: String,
+    /// `{"mcpServers": {...}}`, when `CODE_EXECUTOR_SERVERS` was set.
+    pub servers_json: Option<String>,
+}
+
+/// Writes the settings file at `config` from the process environment unless it exists.
+pub fn ensure(config: &Path) -> Result<FirstRun, FirstRunError> {
+    if config.exists() {
+        return Ok(FirstRun::Existing(config.to_path_buf()));
+    }
+    let vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+        .collect();
+    let dir = config
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let servers_path = dir.join(SERVERS_FILE_NAME);
+    let generated = generate(&vars, &servers_path)?;
+    let write_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| FirstRunError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(write_err(dir))?;
+    let servers = match &generated.servers_json {
+        Some(json) => {
+            write_private(&servers_path, json).map_err(write_err(&servers_path))?;
+            Some(servers_path)
+        }
+        None => None,
+    };
+    write_private(config, &generated.config_toml).map_err(write_err(config))?;
+    Ok(FirstRun::Written {
+        config: config.to_path_buf(),
+        servers,
+    })
+}
+
+/// Builds the files from `CODE_EXECUTOR_*` variables (name, value). `servers_path` is where
+/// the servers file will be written (named by `servers_file` in the settings).
+pub fn generate(
+    vars: &[(String, String)],
+    servers_path: &Path,
+) -> Result<Generated, FirstRunError> {
+    let known = settings_keys();
+    let mut raw = Figment::from(Serialized::defaults(RawSettings::default()));
+    let mut servers = None;
+    let mut seen = BTreeSet::new();
+    for (var, value) in vars {
+        let Some(suffix) = var.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        if NOT_SETTINGS.contains(&suffix) {
+            if suffix == "SERVERS" {
+                servers = Some(servers_json(value)?);
+            }
+            continue;
+        }
+        let key = suffix.to_ascii_lowercase();
+        if !known.contains(&key) {
+            return Err(FirstRunError::Variable {
+                var: var.clone(),
+                reason: "not a setting of code-executor (misspelt?)".into(),
+            });
+        }
+        // Parsed exactly as the settings loader parses variables (`5000`, `[a,b]`, paths).
+        let parsed: Value = value.parse().expect("parsing a value is infallible");
+        let single = Figment::from(Serialized::defaults(RawSettings::default()))
+            .merge(Serialized::default(&key, parsed.clone()));
+        if let Err(e) = single.extract::<RawSettings>() {
+            return Err(FirstRunError::Variable {
+                var: var.clone(),
+                reason: e.kind.to_string(),
+            });
+        }
+        raw = raw.merge(Serialized::default(&key, parsed));
+        seen.insert(key);
+    }
+    let raw: RawSettings = raw.extract().map_err(|e| FirstRunError::Variable {
+        var: format!("{ENV_PREFIX}*"),
+        reason: e.to_string(),
+    })?;
+    if servers.is_some() && seen.contains("servers_file") {
+        return Err(FirstRunError::Variable {
+            var: SERVERS_ENV.into(),
+            reason: format!("give either {SERVERS_ENV} or {ENV_PREFIX}SERVERS_FILE, not both"),
+        });
+    }
+    // The combination must be valid too (ranges, heap below worker memory, ...).
+    Settings::validate(raw.clone(), None).map_err(|e| match e {
+        SettingsError::Invalid { field, reason } => FirstRunError::Variable {
+            var: format!("{ENV_PREFIX}{}", field.to_ascii_uppercase()),
+            reason,
+        },
+        e @ SettingsError::TokenFile { .. } => FirstRunError::Variable {
+            var: format!("{ENV_PREFIX}HTTP_TOKEN_FILE"),
+            reason: e.to_string(),
+        },
+        other => FirstRunError::Variable {
+            var: format!("{ENV_PREFIX}*"),
+            reason: other.to_string(),
+        },
+    })?;
+    let as_toml = |e: &dyn std::fmt::Display| FirstRunError::Variable {
+        var: format!("{ENV_PREFIX}*"),
+        reason: format!("cannot be written as TOML: {e}"),
+    };
+    let mut table = toml::Table::try_from(&raw).map_err(|e| as_toml(&e))?;
+    if servers.is_some() {
+        table.insert(
+            "servers_file".into(),
+            toml::Value::String(servers_path.display().to_string()),
+        );
+    }
+    let body = toml::to_string(&table).map_err(|e| as_toml(&e))?;
+    let config_toml = format!(
+        "# code-executor settings, written on the first start from the CODE_EXECUTOR_* variables.\n\
+         # Read on every start; edit freely. A CODE_EXECUTOR_<KEY> variable that is still set\n\
+         # overrides the same key. The HTTP token is never written here (use http_token_file).\n\n{body}"
+    );
+    Ok(Generated {
+        config_toml,
+        servers_json: servers,
+    })
+}
+
+/// The keys `RawSettings` knows (every field, set or not).
+fn settings_keys() -> BTreeSet<String> {
+    match serde_json::to_value(RawSettings::default()) {
+        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+        _ => BTreeSet::new(),
+    }
+}
+
+/// Checks `CODE_EXECUTOR_SERVERS` and returns the servers file's content.
+fn servers_json(value: &str) -> Result<String, FirstRunError> {
+    let bad = |reason: String| FirstRunError::Variable {
+        var: SERVERS_ENV.into(),
+        reason,
+    };
+    let parsed: serde_json::Value =
+        serde_json::from_str(value).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let servers = match parsed.get("mcpServers") {
+        Some(inner) => inner.clone(),
+        None => parsed,
+    };
+    let Some(map) = servers.as_object() else {
+        return Err(bad("must be a JSON object of servers by name".into()));
+    };
+    for (name, entry) in map {
+        let Some(entry) = entry.as_object() else {
+            return Err(bad(format!("server `{name}` must be an object")));
+        };
+        let has = |k: &str| entry.get(k).is_some_and(serde_json::Value::is_string);
+        if !has("command") && !has("url") {
+            return Err(bad(format!(
+                "server `{name}` needs a `command` (stdio) or a `url` (streamable HTTP)"
+            )));
+        }
+    }
+    let file = serde_json::json!({ "mcpServers": servers });
+    Ok(serde_json::to_string_pretty(&file).expect("JSON serialises") + "\n")
+}
+
+/// Writes `content` to `path` (mode 0600) through a temporary file and a rename, so a crash
+/// never leaves a half-written file that a later start would take as the configuration.
+fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("partial");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(content.as_bytes())?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+// figment's `Jail` closures return its own large error type.
+#[allow(clippy::result_large_err)]
+mod tests {
+    use super::*;
+
+    fn vars(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn parse(toml_text: &str) -> RawSettings {
+        toml::from_str(toml_text).expect("the generated file is valid TOML")
+    }
+
+    #[test]
+    fn variables_become_the_settings_file() {
+        let g = generate(
+            &vars(&[
+                ("CODE_EXECUTOR_TIMEOUT_MS", "5000"),
+                ("CODE_EXECUTOR_POOL_SIZE_PYTHON", "0"),
+                ("CODE_EXECUTOR_CACHE_DIR", "/opt/cache dir"),
+                ("CODE_EXECUTOR_LOG", "debug"),
+                ("CODE_EXECUTOR_HTTP_TOKEN", "never-written-secret"),
+                ("CODE_EXECUTOR_CONFIG", "/config/config.toml"),
+            ]),
+            Path::new("/config/servers.json"),
+        )
+        .unwrap();
+        let raw = parse(&g.config_toml);
+        assert_eq!(raw.timeout_ms, Some(5000));
+        assert_eq!(raw.pool_size_python, Some(0));
+        assert_eq!(raw.cache_dir, Some(PathBuf::from("/opt/cache dir")));
+        assert_eq!(raw.heap_limit_mb, None, "unset variables stay unset");
+        assert!(!g.config_toml.contains("never-written-secret"));
+        assert!(!g.config_toml.contains("debug"));
+        assert_eq!(g.servers_json, None);
+        // And the settings loader accepts it.
+        let s = Settings::validate(raw, None).unwrap();
+        assert_eq!(s.default_timeout, std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        let err = generate(
+            &vars(&[
+                ("CODE_EXECUTOR_TIMEOUT_MS", "5000"),
+                ("CODE_EXECUTOR_HEAP_LIMIT_MB", "lots"),
+            ]),
+            Path::new("/x/servers.json"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("CODE_EXECUTOR_HEAP_LIMIT_MB is invalid"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_out_of_range_value_names_its_variable() {
+        let err = generate(
+            &vars(&[("CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT", "1000")]),
+            Path::new("/x/servers.json"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT is invalid"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_variable_is_refused() {
+        let err = generate(
+            &vars(&[("CODE_EXECUTOR_TIMEOUT_MSS", "5000")]),
+            Path::new("/x/servers.json"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("CODE_EXECUTOR_TIMEOUT_MSS is invalid"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn servers_are_written_beside_and_referenced() {
+        let servers = r#"{"time": {"command": "uvx", "args": ["mcp-server-time"]},
+                          "docs": {"type": "http", "url": "http://docs:8080/mcp"}}"#;
+        let g = generate(
+            &vars(&[("CODE_EXECUTOR_SERVERS", servers)]),
+            Path::new("/config/servers.json"),
+        )
+        .unwrap();
+        let raw: toml::Value = toml::from_str(&g.config_toml).unwrap();
+        assert_eq!(raw["servers_file"].as_str(), Some("/config/servers.json"));
+        let json: serde_json::Value =
+            serde_json::from_str(g.servers_json.as_deref().unwrap()).unwrap();
+        assert_eq!(json["mcpServers"]["time"]["command"], "uvx");
+        assert_eq!(json["mcpServers"]["docs"]["url"], "http://docs:8080/mcp");
+        // The wrapped form gives the same file.
+        let wrapped = format!(r#"{{"mcpServers": {servers}}}"#);
+        let g2 = generate(
+            &vars(&[("CODE_EXECUTOR_SERVERS", &wrapped)]),
+            Path::new("/config/servers.json"),
+        )
+        .unwrap();
+        assert_eq!(g.servers_json, g2.servers_json);
+    }
+
+    #[test]
+    fn bad_servers_are_refused_with_the_variable_and_the_server_named() {
+        for (value, needle) in [
+            ("{not json", "not JSON"),
+            ("[1, 2]", "JSON object"),
+            (r#"{"git": {"args": []}}"#, "server `git` needs"),
+            (r#"{"git": "uvx"}"#, "server `git` must be an object"),
+        ] {
+            let err = generate(
+                &vars(&[("CODE_EXECUTOR_SERVERS", value)]),
+                Path::new("/x/servers.json"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.starts_with("CODE_EXECUTOR_SERVERS is invalid"), "{err}");
+            assert!(err.contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn ensure_writes_once_and_then_leaves_the_file_alone() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("CODE_EXECUTOR_TIMEOUT_MS", "7000");
+            jail.set_env("CODE_EXECUTOR_SERVERS", r#"{"t": {"command": "true"}}"#);
+            let config = jail.directory().join("vol").join("config.toml");
+            let first = ensure(&config).expect("first run writes");
+            let servers = jail.directory().join("vol").join("servers.json");
+            assert_eq!(
+                first,
+                FirstRun::Written {
+                    config: config.clone(),
+                    servers: Some(servers.clone()),
+                }
+            );
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&config).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+            assert!(servers.is_file());
+            // Later starts: the file is kept as it is, even when the variables changed.
+            std::fs::write(&config, "timeout_ms = 9000\n").unwrap();
+            jail.set_env("CODE_EXECUTOR_TIMEOUT_MS", "oops");
+            assert_eq!(ensure(&config).unwrap(), FirstRun::Existing(config.clone()));
+            assert_eq!(
+                std::fs::read_to_string(&config).unwrap(),
+                "timeout_ms = 9000\n"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn nothing_is_written_when_a_variable_is_bad() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("CODE_EXECUTOR_MAX_CONCURRENT_EXECUTIONS", "0");
+            let config = jail.directory().join("config.toml");
+            let err = ensure(&config).unwrap_err().to_string();
+            assert!(
+                err.starts_with("CODE_EXECUTOR_MAX_CONCURRENT_EXECUTIONS is invalid"),
+                "{err}"
+            );
+            assert!(!config.exists());
+            Ok(())
+        });
+    }
+}
