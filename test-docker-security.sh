@@ -30,7 +30,6 @@ fi
 
 cleanup() {
   compose down -v --remove-orphans >/dev/null 2>&1
-  docker volume rm "${project}_fresh" >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -121,7 +120,9 @@ after=$(sha256sum <"$work/config2.toml" 2>/dev/null | cut -c1-16)
 [ -n "$before" ] && [ "$before" = "$after" ] && [ "$status" = healthy ]
 result $? "later starts reuse the settings file" "sha256 before restart $before, after $after; health $status"
 
-bad=$(compose run --rm -T -v "${project}_fresh:/config" -e CODE_EXECUTOR_TIMEOUT_MS=soon executor 2>&1 </dev/null)
+# A first start (a settings path that does not exist yet, on the container's own /tmp: the
+# service's config volume already holds the settings of the start above).
+bad=$(compose run --rm -T -e CODE_EXECUTOR_CONFIG=/tmp/first-start/config.toml -e CODE_EXECUTOR_TIMEOUT_MS=soon executor 2>&1 </dev/null)
 bad_rc=$?
 [ $bad_rc -ne 0 ] && grep -q 'CODE_EXECUTOR_TIMEOUT_MS' <<<"$bad"
 result $? "a bad variable stops the first start, named" "exit $bad_rc: $(grep -o 'error:.*' <<<"$bad" | head -1 | cut -c1-200)"
