@@ -70,18 +70,7 @@ impl App {
                 invalid.error
             );
         }
-        let pool = UpstreamPool::new(
-            discovery.servers.clone(),
-            discovery
-                .invalid
-                .iter()
-                .map(|i| (i.name.clone(), i.error.clone()))
-                .collect(),
-            UpstreamTimeouts {
-                connect: settings.connect_timeout,
-                call: settings.tool_call_timeout,
-            },
-        );
+        let pool = upstream_pool(&settings, &discovery);
         let worker = WorkerConfig {
             deno: runtimes.deno.clone(),
             pyodide_dir: runtimes.pyodide_dir.clone(),
@@ -148,6 +137,22 @@ impl App {
     pub fn front(&self) -> Front {
         Front::new(self.executor.clone(), self.runtime_info.clone())
     }
+}
+
+/// The pool of downstream servers `discovery` found (unusable entries kept, to be reported).
+pub fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool {
+    UpstreamPool::new(
+        discovery.servers.clone(),
+        discovery
+            .invalid
+            .iter()
+            .map(|i| (i.name.clone(), i.error.clone()))
+            .collect(),
+        UpstreamTimeouts {
+            connect: settings.connect_timeout,
+            call: settings.tool_call_timeout,
+        },
+    )
 }
 
 /// Reads the client configs for this user and project, then this server's own servers file

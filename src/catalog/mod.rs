@@ -4,7 +4,7 @@
 mod search;
 mod signature;
 
-pub use search::{CatalogEntry, SearchHit, search};
+pub use search::{CatalogEntry, SearchHit, search, tokens};
 pub use signature::{signature, type_of};
 
 /// The name sandboxed code and the LLM use for a downstream tool.

@@ -10,7 +10,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::clients::{Client, Places, Scope};
 use super::{Options, Plan, SetupError, Survey, Written};
 use crate::config::settings::Settings;
-use crate::upstream::{UpstreamPool, UpstreamTimeouts};
 
 /// The command-line arguments of `setup`.
 #[derive(Debug, Clone, clap::Args)]
@@ -238,18 +237,7 @@ fn confirm(question: &str) -> Result<bool, CliError> {
 /// progress bar, and prints what each offers.
 async fn index(settings: &Settings) -> Result<(), CliError> {
     let discovery = crate::app::discover(settings).map_err(|e| CliError::Index(e.to_string()))?;
-    let pool = UpstreamPool::new(
-        discovery.servers.clone(),
-        discovery
-            .invalid
-            .iter()
-            .map(|i| (i.name.clone(), i.error.clone()))
-            .collect(),
-        UpstreamTimeouts {
-            connect: settings.connect_timeout,
-            call: settings.tool_call_timeout,
-        },
-    );
+    let pool = crate::app::upstream_pool(settings, &discovery);
     let names: Vec<String> = pool.server_names().map(str::to_owned).collect();
     println!();
     if names.is_empty() {

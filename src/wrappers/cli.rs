@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use super::{Lang, Module};
 use crate::config::settings::Settings;
-use crate::upstream::{UpstreamPool, UpstreamTimeouts};
 
 /// The command-line arguments of `wrappers`.
 #[derive(Debug, Clone, clap::Args)]
@@ -65,18 +64,7 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
     };
     let discovery =
         crate::app::discover(settings).map_err(|e| WrappersError::Discovery(e.to_string()))?;
-    let pool = UpstreamPool::new(
-        discovery.servers.clone(),
-        discovery
-            .invalid
-            .iter()
-            .map(|i| (i.name.clone(), i.error.clone()))
-            .collect(),
-        UpstreamTimeouts {
-            connect: settings.connect_timeout,
-            call: settings.tool_call_timeout,
-        },
-    );
+    let pool = crate::app::upstream_pool(settings, &discovery);
     for wanted in &args.servers {
         if let Err(e) = pool.ensure_known(wanted) {
             return Err(WrappersError::Discovery(e.to_string()));

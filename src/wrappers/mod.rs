@@ -114,29 +114,14 @@ pub fn header_hash(text: &str) -> Option<&str> {
         .find_map(|l| l.split_once(HASH_MARK).map(|(_, h)| h.trim()))
 }
 
-/// Lowercase words of a name: `getCurrentTime`, `get-current_time` → `get`, `current`, `time`.
+/// Lowercase ASCII words of a name: `getCurrentTime`, `get-current_time` → `get`, `current`,
+/// `time`. Anything outside ASCII letters and digits separates words.
 fn words(name: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut prev_lower = false;
-    for ch in name.chars() {
-        if ch.is_ascii_alphanumeric() {
-            if ch.is_ascii_uppercase() && prev_lower && !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-            prev_lower = ch.is_ascii_lowercase() || ch.is_ascii_digit();
-            word.push(ch.to_ascii_lowercase());
-        } else {
-            prev_lower = false;
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-        }
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
+    let ascii: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' })
+        .collect();
+    crate::catalog::tokens(&ascii)
 }
 
 const TS_RESERVED: &[&str] = &[
