@@ -112,6 +112,8 @@ pub struct Worker {
     heap_limit_mb: u32,
     // Removed (with anything in it) when the worker is dropped.
     _workdir: tempfile::TempDir,
+    // Dropped with the worker, once its process is gone: tells the pool it may start another.
+    _retired: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Worker {
@@ -171,6 +173,7 @@ impl Worker {
             language,
             heap_limit_mb: config.heap_limit_mb,
             _workdir: workdir,
+            _retired: None,
         };
         let first = tokio::time::timeout(ready_timeout(language), worker.lines.next()).await;
         let Ok(first) = first else {
@@ -208,6 +211,14 @@ impl Worker {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// A receiver that completes once this worker has been killed and its process reaped (or
+    /// the worker dropped), so the caller can start a replacement without competing with it.
+    pub fn retirement(&mut self) -> tokio::sync::oneshot::Receiver<()> {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        self._retired = Some(sender);
+        receiver
+    }
+
     /// Runs `code` to completion, the deadline or a failure, then kills the worker.
     pub async fn run(
         mut self,
@@ -228,19 +239,21 @@ impl Worker {
                 deadline.as_millis()
             )),
         };
-        self.kill().await;
+        self.kill_now();
         let (success, value, error) = match ending {
             Ending::Done(value) => (true, value, None),
             Ending::UserError(e) | Ending::Failed(e) => (false, None, Some(e)),
             Ending::WorkerExited => (false, None, Some(self.exit_diagnosis().await)),
         };
-        RunOutcome {
+        let outcome = RunOutcome {
             success,
             output: output.finish(),
             value,
             error,
             duration: started.elapsed(),
-        }
+        };
+        self.reap_in_background();
+        outcome
     }
 
     async fn drive(
@@ -297,12 +310,23 @@ impl Worker {
         }
     }
 
-    async fn kill(&mut self) {
+    /// Sends SIGKILL to the worker's whole process group. Nothing of it runs after this returns
+    /// (SIGKILL cannot be caught); the kernel may still be freeing its memory.
+    fn kill_now(&mut self) {
         if let Some(pgid) = self.pgid {
             jail::kill_group(pgid);
         }
         let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
+    }
+
+    /// Waits for the killed worker's exit off the request path (tearing down a Python worker's
+    /// address space takes tens of milliseconds), then drops it: its working directory is
+    /// removed and its pool is told it may start a replacement.
+    fn reap_in_background(mut self) {
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+            drop(self);
+        });
     }
 
     /// Explains why a worker stopped without finishing, from its exit status and stderr.
@@ -334,6 +358,12 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         // Python's own recursion limit must trip before V8's stack runs out (the main thread
         // stack is 8 MiB; these stay well inside it).
         v8_flags.push_str(",--stack-size=4000,--wasm-stack-switching-stack-size=4000");
+        // Optimise only really hot WebAssembly (the interpreter loop of a long computation),
+        // 100x V8's default threshold. With the default, loading Pyodide and its first runs
+        // send hundreds of lukewarm functions to the optimising compiler: ~400 ms of background
+        // CPU per worker, stealing the core a running execution needs (print(1) took ~40 ms
+        // instead of ~7), and long computations still finished no sooner.
+        v8_flags.push_str(",--wasm-tiering-budget=1300000000");
     }
     let mut args = vec![
         "run".to_string(),
@@ -343,6 +373,10 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         "--no-remote".into(),
         "--no-npm".into(),
         "--quiet".into(),
+        // V8's code cache lives in the worker's private DENO_DIR, which dies with the worker:
+        // writing it only costs time (~20 ms of CPU per start, and SQLite writes during the
+        // execution).
+        "--no-code-cache".into(),
         format!("--v8-flags={v8_flags}"),
     ];
     // Read once, so the permission and the argument always name the same file.

@@ -37,6 +37,11 @@ impl WorkerPool {
     }
 
     /// A ready worker: from the stock if one is alive, else started now.
+    ///
+    /// The replacement is started once this worker has finished (killed and reaped), or after
+    /// [`REFILL_DELAY`] if it is still running: starting a Deno process (let alone Pyodide)
+    /// takes far more CPU than a short execution, and on a small machine it would slow down
+    /// the very execution it is meant to serve.
     pub async fn take(&self) -> Result<Worker, SpawnError> {
         let pooled = loop {
             let next = self.ready.lock().expect("pool lock").pop_front();
@@ -50,11 +55,19 @@ impl WorkerPool {
                 None => break None,
             }
         };
-        self.wanted.notify_one();
-        match pooled {
-            Some(worker) => Ok(worker),
-            None => self.start_one().await,
+        let mut worker = match pooled {
+            Some(worker) => worker,
+            None => self.start_one().await?,
+        };
+        if self.size > 0 {
+            let retired = worker.retirement();
+            let wanted = self.wanted.clone();
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(REFILL_DELAY, retired).await;
+                wanted.notify_one();
+            });
         }
+        Ok(worker)
     }
 
     /// Starts a worker; a snapshot the runner refuses is dropped (logged loudly) and the start
@@ -79,6 +92,9 @@ impl WorkerPool {
         self.size
     }
 }
+
+/// How long a taken worker may run before its replacement is started anyway.
+const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Memory the machine must still have available before another idle worker is started.
 const MIN_AVAILABLE_BYTES: u64 = 512 * 1024 * 1024;

@@ -36,6 +36,10 @@ const MapCtor = Map;
 const SetCtor = Set;
 const ArrayIsArray = Array.isArray;
 const setTimeoutPrivate = globalThis.setTimeout;
+const clearTimeoutPrivate = globalThis.clearTimeout;
+const setIntervalPrivate = globalThis.setInterval;
+const clearIntervalPrivate = globalThis.clearInterval;
+const MessageChannelCtor = globalThis.MessageChannel;
 const performanceNow = performance.now.bind(performance);
 const btoaPrivate = globalThis.btoa;
 const addEventListenerPrivate = globalThis.addEventListener.bind(globalThis);
@@ -53,8 +57,12 @@ const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
 const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
 /** Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the Pyodide directory etc. */
 const launchArgs = [...D.args];
-/** Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads. */
-const processPrivate = globalThis.process;
+/**
+ * Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads.
+ * Read only in the modes that need it (`main`): the first read loads Deno's Node compatibility
+ * layer, about 65 ms of CPU a TypeScript worker has no use for.
+ */
+let processPrivate;
 
 /** Deno's internal namespace: only used for console formatting helpers, removed from `Deno` below. */
 const denoInternalSymbol = ObjectGetOwnPropertySymbols(D).find((s) => s.description === "Deno.internal");
@@ -1799,12 +1807,81 @@ async function execute(msg) {
     const value = await PromiseCtor.race([runtime.run({ code: msg.code, message: msg }), failure]);
     // One macrotask turn so errors thrown by already-due callbacks and rejections left
     // unhandled by the final microtasks still count.
-    await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+    await macrotaskTurn();
     if (asyncFailure !== null) throw asyncFailure.error;
     finishOk(value);
   } catch (e) {
     finishError(e);
   }
+}
+
+/**
+ * Timers user code has set and that have neither run nor been cleared: id -> due time. Only
+ * used to know whether the end of an execution must wait for a timer turn (see `macrotaskTurn`).
+ * @type {Map<unknown, number>}
+ */
+const userTimers = new MapCtor();
+/** A private channel whose messages give one event-loop turn without any timer (about 0.2 ms). */
+let turnChannel = null;
+
+/**
+ * Waits one macrotask turn: long enough for unhandled rejections to be reported. When a timer
+ * of the user's is already due (or due within a millisecond), waits a timer turn instead (1-2
+ * ms in Deno) so that its callback runs first, and an error it throws counts.
+ */
+function macrotaskTurn() {
+  const soon = performanceNow() + 1;
+  let timerDue = turnChannel === null;
+  for (const due of userTimers.values()) {
+    if (due <= soon) {
+      timerDue = true;
+      break;
+    }
+  }
+  if (timerDue) return new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+  const channel = turnChannel;
+  return new PromiseCtor((resolve) => {
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(0);
+  });
+}
+
+/**
+ * The timer globals for user code: Deno's, plus the bookkeeping of `userTimers` (an interval
+ * counts as always due until it is cleared).
+ */
+function makeTimerGlobals() {
+  function setTimeout(callback, delay, ...args) {
+    const ms = Number(delay);
+    const due = performanceNow() + (ms > 0 ? ms : 0);
+    if (typeof callback !== "function") {
+      const other = setTimeoutPrivate(callback, delay, ...args);
+      userTimers.set(other, -Infinity); // when it runs is unknown: always treated as due
+      return other;
+    }
+    const run = function () {
+      userTimers.delete(id);
+      return ReflectApply(callback, this, args);
+    };
+    const id = setTimeoutPrivate(run, delay);
+    userTimers.set(id, due);
+    return id;
+  }
+  function setInterval(callback, delay, ...args) {
+    const id = setIntervalPrivate(callback, delay, ...args);
+    userTimers.set(id, -Infinity);
+    return id;
+  }
+  // Timeouts and intervals share their ids: either function clears either kind.
+  function clearTimeout(id) {
+    userTimers.delete(id);
+    return clearTimeoutPrivate(id);
+  }
+  function clearInterval(id) {
+    userTimers.delete(id);
+    return clearIntervalPrivate(id);
+  }
+  return { setTimeout, setInterval, clearTimeout, clearInterval };
 }
 
 /** @param {string} line */
@@ -1867,6 +1944,7 @@ function installEnvironment() {
     }
   }
   defineGlobal("console", makeConsole());
+  for (const [name, fn] of Object.entries(makeTimerGlobals())) defineGlobal(name, fn);
   defineGlobal("callMCPTool", callMCPTool);
   defineGlobal("callMCPToolRaw", callMCPToolRaw);
   defineGlobal("searchTools", searchTools);
@@ -1918,22 +1996,34 @@ function installEnvironment() {
 // Main
 // ---------------------------------------------------------------------------------------------
 
+/** A throwaway program for `warmUp`: a type annotation, a last expression, a value to return. */
+const WARM_UP_PROGRAM = 'const x: number = 1;\n[x, { a: "b" }]';
+
 /**
- * Pays Deno's one-time costs (TypeScript loader, timer machinery) before `ready`, so they do
- * not count against the execution (about 5-10 ms on a quiet machine).
+ * Pays the one-time costs of a TypeScript execution before `ready`, so they do not count
+ * against the first (and only) real one: compiling this runner's source preparation and result
+ * functions, the TypeScript loader's first use, console formatting, the timer and message
+ * machinery (about 5-10 ms on a quiet machine). Nothing is printed or sent.
  */
 async function warmUp() {
   try {
-    const url = "data:application/typescript;base64," + base64Utf8("export default 0 as number;\n");
-    await import(url);
+    valueToJson(await runTypeScript({ code: WARM_UP_PROGRAM, message: {} }));
+    formatArgs(["%s", 1, { a: [1, "b"] }]);
+    describeError(new Error("warm-up"), currentModuleMapper);
   } catch {
-    // not fatal: the real import will report any problem
+    // not fatal: the real execution reports any problem
   }
+  currentModuleMapper = null;
   await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+  if (typeof MessageChannelCtor === "function") {
+    turnChannel = new MessageChannelCtor();
+    await macrotaskTurn();
+  }
 }
 
 async function main() {
   const mode = launchArgs.length > 0 ? launchArgs[0] : "typescript";
+  if (mode !== "typescript") processPrivate = globalThis.process;
   if (mode === "snapshot") {
     installEnvironment();
     return await writeSnapshot();
