@@ -117,8 +117,27 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts a jailed worker for `language` and waits until it is ready.
+    /// Starts a jailed worker for `language` and waits until it is ready. The worker pays its
+    /// runtime's first-use costs before announcing `ready`, as suits a worker that will wait
+    /// in a pool.
     pub async fn start(config: &WorkerConfig, language: Language) -> Result<Worker, SpawnError> {
+        Worker::spawn(config, language, true).await
+    }
+
+    /// Like [`Worker::start`], for an execution that is waiting: the worker skips its warm-up
+    /// runs (the execution pays only the first-use costs its own code incurs).
+    pub async fn start_on_demand(
+        config: &WorkerConfig,
+        language: Language,
+    ) -> Result<Worker, SpawnError> {
+        Worker::spawn(config, language, false).await
+    }
+
+    async fn spawn(
+        config: &WorkerConfig,
+        language: Language,
+        warm_up: bool,
+    ) -> Result<Worker, SpawnError> {
         let workdir = tempfile::Builder::new()
             .prefix("code-executor-worker-")
             .tempdir()
@@ -134,7 +153,7 @@ impl Worker {
         jail::confine(&mut cmd, config.jail);
         // The only variable a worker sees; user code cannot read it (no --allow-env).
         cmd.env("DENO_DIR", &cache);
-        cmd.args(deno_args(config, language))
+        cmd.args(deno_args(config, language, warm_up))
             .current_dir(&cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -352,7 +371,7 @@ impl Drop for Worker {
     }
 }
 
-fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
+fn deno_args(config: &WorkerConfig, language: Language, warm_up: bool) -> Vec<String> {
     let mut v8_flags = format!("--max-old-space-size={}", config.heap_limit_mb);
     if language == Language::Python {
         // Python's own recursion limit must trip before V8's stack runs out (the main thread
@@ -400,6 +419,9 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         if let Some(snapshot) = &snapshot {
             args.push(snapshot.display().to_string());
         }
+    }
+    if !warm_up {
+        args.push("--no-warm-up".into());
     }
     args
 }

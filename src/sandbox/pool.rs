@@ -57,7 +57,7 @@ impl WorkerPool {
         };
         let mut worker = match pooled {
             Some(worker) => worker,
-            None => self.start_one().await?,
+            None => self.start_one(false).await?,
         };
         if self.size > 0 {
             let retired = worker.retirement();
@@ -70,14 +70,22 @@ impl WorkerPool {
         Ok(worker)
     }
 
-    /// Starts a worker; a snapshot the runner refuses is dropped (logged loudly) and the start
-    /// retried without it, so Python keeps working, only slower to start.
-    async fn start_one(&self) -> Result<Worker, SpawnError> {
-        match Worker::start(&self.config, self.language).await {
+    /// Starts a worker, warmed up for the stock (`pooled`) or for an execution waiting for it;
+    /// a snapshot the runner refuses is dropped (logged loudly) and the start retried without
+    /// it, so Python keeps working, only slower to start.
+    async fn start_one(&self, pooled: bool) -> Result<Worker, SpawnError> {
+        let start = || async {
+            if pooled {
+                Worker::start(&self.config, self.language).await
+            } else {
+                Worker::start_on_demand(&self.config, self.language).await
+            }
+        };
+        match start().await {
             Err(SpawnError::SnapshotUnusable(reason)) => {
                 tracing::error!("discarding the Pyodide snapshot: {reason}");
                 self.config.python_snapshot.discard();
-                Worker::start(&self.config, self.language).await
+                start().await
             }
             other => other,
         }
@@ -132,7 +140,7 @@ async fn refill(pool: std::sync::Weak<WorkerPool>) {
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             continue;
         }
-        match p.start_one().await {
+        match p.start_one(true).await {
             Ok(worker) => {
                 p.ready.lock().expect("pool lock").push_back(worker);
                 backoff = std::time::Duration::from_millis(100);

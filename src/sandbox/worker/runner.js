@@ -55,8 +55,19 @@ const exitPrivate = D.exit;
 const stdinReadable = D.stdin.readable;
 const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
 const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
-/** Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the Pyodide directory etc. */
+/**
+ * Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the
+ * Pyodide directory etc. The flag `--no-warm-up`, anywhere, is taken out (see `warmUpWanted`).
+ */
 const launchArgs = [...D.args];
+/**
+ * Whether to pay first-use costs before `ready` (a pooled worker waits for its execution; an
+ * execution waiting for its worker is better off paying only the costs its own code incurs).
+ */
+const warmUpWanted = !launchArgs.includes("--no-warm-up");
+for (let i = launchArgs.indexOf("--no-warm-up"); i >= 0; i = launchArgs.indexOf("--no-warm-up")) {
+  launchArgs.splice(i, 1);
+}
 /**
  * Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads.
  * Read only in the modes that need it (`main`): the first read loads Deno's Node compatibility
@@ -1395,16 +1406,17 @@ async function runTypeScript(ctx) {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The in-sandbox Python API and the execution driver, run once in `prepare` as module `sandbox`
- * (file `<sandbox>`; its frames and Pyodide's are cut from user tracebacks). `_sandbox_host.call`
- * is `pyHostCall` below.
+ * The in-sandbox Python API and the execution driver, module `sandbox` (file `<sandbox>`; its
+ * frames and Pyodide's are cut from user tracebacks). Installed when the memory snapshot is
+ * made (so a worker starting from it does not compile it again), or in `prepare` without one.
+ * It holds no JavaScript object until `_connect` gives it `_sandbox_host.call` (`pyHostCall`
+ * below) in each worker.
  */
 const PY_PRELUDE = String.raw`
 import builtins, json, linecache, math, re, sys, traceback, types
 from collections.abc import Mapping
 from pyodide.code import eval_code_async
 from pyodide.ffi import JsException, JsProxy
-import _sandbox_host
 _F = "<user code>"
 _INTERNAL = re.compile(r"<sandbox>$|/lib/python[0-9.]*(?:\.zip)?/(?:_?pyodide|site-packages/_?pyodide)/")
 
@@ -1418,7 +1430,7 @@ async def _call(method, params):
     except (TypeError, ValueError) as e:
         raise TypeError(f"arguments must be JSON-serialisable ({e})") from None
     try:
-        r = await _sandbox_host.call(method, s)
+        r = await _host_call(method, s)
     except JsException as e:
         err = {"TypeError": TypeError, "RangeError": ValueError}.get(getattr(e, "name", ""), ToolCallError)
         raise err(getattr(e, "message", str(e))) from None
@@ -1562,11 +1574,17 @@ async def run(code):
         _flush()
     return json.dumps(out, ensure_ascii=False)
 
-for _s in (sys.stdout, sys.stderr):
-    try:
-        _s.reconfigure(line_buffering=True)
-    except BaseException:
-        pass
+_host_call = None
+
+def _connect(host_call):
+    "Per worker: the host-call bridge, and line-buffered output through the worker's writers."
+    global _host_call
+    _host_call = host_call
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.reconfigure(line_buffering=True)
+        except BaseException:
+            pass
 
 # Emscripten would run these through Node APIs the worker may not use (a fatal error for Pyodide).
 def _system(command):
@@ -1702,6 +1720,7 @@ async function writeSnapshot() {
     if (typeof out !== "string" || out === "") throw new Error("usage: snapshot <pyodide_dir> <out_file>");
     const py = await startPyodide({ _makeSnapshot: true });
     py.runPython(PY_SNAPSHOT_IMPORTS);
+    installSandboxModule(py);
     const payload = py.makeMemorySnapshot();
     const file = new Uint8Array(SNAPSHOT_HEADER + payload.length);
     file.set(encodeUtf8(SNAPSHOT_MAGIC));
@@ -1716,15 +1735,23 @@ async function writeSnapshot() {
   exitPrivate(0);
 }
 
+/** Creates module `sandbox` from `PY_PRELUDE`. */
+function installSandboxModule(py) {
+  const ns = py.runPython("import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__");
+  py.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
+  ns.destroy();
+}
+
 /**
  * Loads Pyodide from the directory named by the second launch argument, or from the snapshot
  * file named by the third (read-only access to both).
  */
 async function preparePython() {
   const file = launchArgs[2];
-  let setup = "import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__";
+  let connect = "import sandbox, _sandbox_host\nsandbox._connect(_sandbox_host.call)\nsandbox.run";
   if (file === undefined) {
     pyodide = await startPyodide({});
+    installSandboxModule(pyodide);
   } else {
     // Unusable snapshot: exit code 75, the host discards the file and makes a new one.
     try {
@@ -1734,7 +1761,7 @@ async function preparePython() {
       pyodide = await startPyodide({ _loadSnapshot: snapshot });
       (await snapshot).buffer.transfer?.(0); // frees the file's bytes now, not at some later GC
       // `random` was seeded when the snapshot was made: every worker would draw the same numbers.
-      setup = "import random\nrandom.seed()\n" + setup;
+      connect = "import random\nrandom.seed()\n" + connect;
     } catch (e) {
       diag("snapshot unusable: " + oneLine(e));
       exitPrivate(75);
@@ -1743,10 +1770,8 @@ async function preparePython() {
   pyodide.setStdout(pyWriter("stdout"));
   pyodide.setStderr(pyWriter("stderr"));
   pyodide.registerJsModule("_sandbox_host", { call: pyHostCall });
-  const ns = pyodide.runPython(setup);
-  pyodide.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
-  pyRun = ns.get("run");
-  ns.destroy();
+  pyRun = pyodide.runPython(connect);
+  if (!warmUpWanted) return;
   // Run the execution paths once (compiling, awaiting JS promises, value and traceback
   // conversion) so their first-use costs are paid before `ready`: print(1) then takes ~15 ms, not ~45.
   await pyRun("import asyncio, js\nawait asyncio.sleep(0)\nawait js.Promise.resolve(1)\n[1, {'a': (2.5, None)}]");
@@ -2015,10 +2040,7 @@ async function warmUp() {
   }
   currentModuleMapper = null;
   await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
-  if (typeof MessageChannelCtor === "function") {
-    turnChannel = new MessageChannelCtor();
-    await macrotaskTurn();
-  }
+  await macrotaskTurn();
 }
 
 async function main() {
@@ -2031,8 +2053,9 @@ async function main() {
   const runtime = typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) ? RUNTIMES[mode] : undefined;
   if (runtime === undefined) throw new Error(`unknown worker mode ${safeString(mode).slice(0, 64)}`);
   installEnvironment();
+  if (typeof MessageChannelCtor === "function") turnChannel = new MessageChannelCtor();
   if (runtime.prepare) await runtime.prepare();
-  if (mode === "typescript") await warmUp();
+  if (mode === "typescript" && warmUpWanted) await warmUp();
   const reading = readLines(onLine);
   send({ type: "ready" });
   await reading;
