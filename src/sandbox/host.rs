@@ -121,7 +121,17 @@ impl Worker {
     /// runtime's first-use costs before announcing `ready`, as suits a worker that will wait
     /// in a pool.
     pub async fn start(config: &WorkerConfig, language: Language) -> Result<Worker, SpawnError> {
-        Worker::spawn(config, language, true).await
+        Worker::spawn(config, language, true, None).await
+    }
+
+    /// Like [`Worker::start`], for a pool's stock: while it starts, the worker is listed in
+    /// `starting`, so that the pool can hold it back while executions run.
+    pub async fn start_pooled(
+        config: &WorkerConfig,
+        language: Language,
+        starting: &Starting,
+    ) -> Result<Worker, SpawnError> {
+        Worker::spawn(config, language, true, Some(starting)).await
     }
 
     /// Like [`Worker::start`], for an execution that is waiting: the worker skips its warm-up
@@ -130,13 +140,14 @@ impl Worker {
         config: &WorkerConfig,
         language: Language,
     ) -> Result<Worker, SpawnError> {
-        Worker::spawn(config, language, false).await
+        Worker::spawn(config, language, false, None).await
     }
 
     async fn spawn(
         config: &WorkerConfig,
         language: Language,
         warm_up: bool,
+        starting: Option<&Starting>,
     ) -> Result<Worker, SpawnError> {
         let workdir = tempfile::Builder::new()
             .prefix("code-executor-worker-")
@@ -163,6 +174,9 @@ impl Worker {
             source,
         })?;
         let pgid = child.id();
+        let _listed = starting
+            .zip(pgid)
+            .map(|(starting, pgid)| starting.list(pgid));
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
@@ -248,9 +262,11 @@ impl Worker {
     ) -> RunOutcome {
         let started = Instant::now();
         let mut output = OutputBuffer::new(output_limit);
-        let ending =
-            tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls))
-                .await;
+        let ending = tokio::time::timeout(
+            deadline,
+            self.drive(code, output_limit, &mut output, calls, started),
+        )
+        .await;
         let ending = match ending {
             Ok(ending) => ending,
             Err(_) => Ending::Failed(format!(
@@ -259,6 +275,11 @@ impl Worker {
             )),
         };
         self.kill_now();
+        tracing::debug!(
+            language = self.language.as_str(),
+            us = started.elapsed().as_micros() as u64,
+            "worker run: ended, worker killed"
+        );
         let (success, value, error) = match ending {
             Ending::Done(value) => (true, value, None),
             Ending::UserError(e) | Ending::Failed(e) => (false, None, Some(e)),
@@ -281,15 +302,22 @@ impl Worker {
         output_limit: usize,
         output: &mut OutputBuffer,
         calls: Arc<dyn HostCalls>,
+        started: Instant,
     ) -> Ending {
         let execute = proto::execute_line(self.language, code, output_limit);
         if self.stdin.write_all(execute.as_bytes()).await.is_err() {
             return Ending::WorkerExited;
         }
+        let us = || started.elapsed().as_micros() as u64;
+        tracing::debug!(us = us(), "worker run: execute sent");
         let mut pending = FuturesUnordered::new();
+        let mut first = true;
         loop {
             tokio::select! {
                 line = self.lines.next() => {
+                    if std::mem::take(&mut first) {
+                        tracing::debug!(us = us(), "worker run: first message");
+                    }
                     let line = match line {
                         None => return Ending::WorkerExited,
                         Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
@@ -342,8 +370,13 @@ impl Worker {
     /// address space takes tens of milliseconds), then drops it: its working directory is
     /// removed and its pool is told it may start a replacement.
     fn reap_in_background(mut self) {
+        let killed = Instant::now();
         tokio::spawn(async move {
             let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+            tracing::debug!(
+                us = killed.elapsed().as_micros() as u64,
+                "worker run: worker reaped"
+            );
             drop(self);
         });
     }
@@ -424,6 +457,65 @@ fn deno_args(config: &WorkerConfig, language: Language, warm_up: bool) -> Vec<St
         args.push("--no-warm-up".into());
     }
     args
+}
+
+/// The process groups of workers that are still starting, which their pool may pause (SIGSTOP)
+/// while executions run and must then resume (SIGCONT). Pauses nest: the groups resume when the
+/// last [`Paused`] is dropped.
+#[derive(Debug, Clone, Default)]
+pub struct Starting(Arc<std::sync::Mutex<StartingState>>);
+
+#[derive(Debug, Default)]
+struct StartingState {
+    groups: Vec<u32>,
+    pauses: usize,
+}
+
+impl Starting {
+    /// Stops every worker now starting until the returned guard (and any other) is dropped.
+    pub fn pause(&self) -> Paused {
+        let mut state = self.0.lock().expect("starting lock");
+        state.pauses += 1;
+        for &pgid in &state.groups {
+            jail::pause_group(pgid, true);
+        }
+        Paused(self.clone())
+    }
+
+    /// Lists a group while its worker starts (until the returned guard is dropped). A group
+    /// listed during a pause is not stopped: it is the refill the pause has already allowed.
+    fn list(&self, pgid: u32) -> Listed {
+        self.0.lock().expect("starting lock").groups.push(pgid);
+        Listed(self.clone(), pgid)
+    }
+}
+
+/// A pause of a pool's starting workers; dropping the last one resumes them.
+#[derive(Debug)]
+pub struct Paused(Starting);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let mut state = self.0.0.lock().expect("starting lock");
+        state.pauses -= 1;
+        if state.pauses == 0 {
+            for &pgid in &state.groups {
+                jail::pause_group(pgid, false);
+            }
+        }
+    }
+}
+
+/// A starting worker's entry in [`Starting`].
+struct Listed(Starting, u32);
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let mut state = self.0.0.lock().expect("starting lock");
+        state.groups.retain(|&pgid| pgid != self.1);
+        // A start that ends while paused (error, timeout) leaves no stopped process behind.
+        jail::pause_group(self.1, false);
+    }
 }
 
 /// The result of one run.
@@ -560,6 +652,70 @@ pub async fn deno_version(deno: &Path) -> Result<String, std::io::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler state of a process (`T`: stopped), from /proc.
+    fn proc_state(pid: u32) -> String {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+        after
+            .split_whitespace()
+            .next()
+            .unwrap_or("gone")
+            .to_string()
+    }
+
+    async fn wait_for_state(pid: u32, stopped: bool) {
+        for _ in 0..200 {
+            if (proc_state(pid) == "T") == stopped {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "process {pid} did not become stopped={stopped}: {}",
+            proc_state(pid)
+        );
+    }
+
+    #[tokio::test]
+    async fn pauses_stop_starting_groups_until_the_last_one_ends() {
+        let spawn = || {
+            tokio::process::Command::new("sleep")
+                .arg("60")
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+                .expect("sleep runs")
+        };
+        let (listed_child, later_child) = (spawn(), spawn());
+        let (listed, later) = (listed_child.id().unwrap(), later_child.id().unwrap());
+        let starting = Starting::default();
+        let entry = starting.list(listed);
+
+        let first = starting.pause();
+        wait_for_state(listed, true).await;
+        // Listed during a pause: a refill the pause has already let through, not stopped.
+        let later_entry = starting.list(later);
+        let second = starting.pause();
+        wait_for_state(later, true).await;
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            proc_state(listed),
+            "T",
+            "resumed while a pause is still held"
+        );
+        drop(second);
+        wait_for_state(listed, false).await;
+        wait_for_state(later, false).await;
+
+        // A start that ends while paused leaves nothing stopped behind.
+        let third = starting.pause();
+        wait_for_state(listed, true).await;
+        drop(entry);
+        wait_for_state(listed, false).await;
+        drop((third, later_entry, listed_child, later_child));
+    }
 
     #[test]
     fn output_is_capped_with_a_marker() {

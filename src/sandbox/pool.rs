@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use super::host::{SpawnError, Worker, WorkerConfig};
+use super::host::{SpawnError, Starting, Worker, WorkerConfig};
 use super::proto::Language;
 
 /// A stock of ready workers for one language.
@@ -17,6 +17,7 @@ pub struct WorkerPool {
     size: usize,
     ready: Mutex<VecDeque<Worker>>,
     wanted: Arc<Notify>,
+    starting: Starting,
 }
 
 impl WorkerPool {
@@ -28,6 +29,7 @@ impl WorkerPool {
             size,
             ready: Mutex::new(VecDeque::new()),
             wanted: Arc::new(Notify::new()),
+            starting: Starting::default(),
         });
         if size > 0 {
             let weak = Arc::downgrade(&pool);
@@ -38,11 +40,13 @@ impl WorkerPool {
 
     /// A ready worker: from the stock if one is alive, else started now.
     ///
-    /// The replacement is started once this worker has finished (killed and reaped), or after
-    /// [`REFILL_DELAY`] if it is still running: starting a Deno process (let alone Pyodide)
-    /// takes far more CPU than a short execution, and on a small machine it would slow down
-    /// the very execution it is meant to serve.
+    /// Starting a Deno process (let alone Pyodide) takes far more CPU than a short execution,
+    /// and on a small machine it would slow down the very execution it is meant to serve. So
+    /// the replacement is started once this worker has finished (killed and reaped), and a
+    /// stock worker still starting is paused meanwhile; both wait at most [`REFILL_DELAY`].
     pub async fn take(&self) -> Result<Worker, SpawnError> {
+        let taken = std::time::Instant::now();
+        let paused = self.starting.pause();
         let pooled = loop {
             let next = self.ready.lock().expect("pool lock").pop_front();
             match next {
@@ -55,15 +59,23 @@ impl WorkerPool {
                 None => break None,
             }
         };
+        let from_stock = pooled.is_some();
         let mut worker = match pooled {
             Some(worker) => worker,
             None => self.start_one(false).await?,
         };
+        tracing::debug!(
+            language = self.language.as_str(),
+            from_stock,
+            us = taken.elapsed().as_micros() as u64,
+            "pool: worker taken"
+        );
         if self.size > 0 {
             let retired = worker.retirement();
             let wanted = self.wanted.clone();
             tokio::spawn(async move {
                 let _ = tokio::time::timeout(REFILL_DELAY, retired).await;
+                drop(paused);
                 wanted.notify_one();
             });
         }
@@ -76,7 +88,7 @@ impl WorkerPool {
     async fn start_one(&self, pooled: bool) -> Result<Worker, SpawnError> {
         let start = || async {
             if pooled {
-                Worker::start(&self.config, self.language).await
+                Worker::start_pooled(&self.config, self.language, &self.starting).await
             } else {
                 Worker::start_on_demand(&self.config, self.language).await
             }

@@ -9,12 +9,14 @@
 // boundary is Deno's permissions and the jail).
 //
 // The host runs it as `deno run --no-prompt --no-config --no-lock --no-remote --no-npm --quiet
-// --v8-flags=--max-old-space-size=N data:application/javascript;base64,... typescript` with no
-// permissions and an empty environment; Python workers get `--allow-read=DIR[,SNAP]` and the
-// script arguments `python DIR [SNAP]` (DIR: the Pyodide distribution, SNAP: a memory snapshot
-// file; exit code 75 when it is unusable). `snapshot DIR OUT` (trusted, `--allow-read=DIR
-// --allow-write=OUT`, no stdin protocol) makes that file. Keep this file free of static imports
-// and of literal-string dynamic imports: Deno would pre-load those without permission checks.
+// --no-code-cache --v8-flags=--max-old-space-size=N data:application/javascript;base64,...
+// typescript` with no permissions and an empty environment; Python workers get
+// `--allow-read=DIR[,SNAP]` and the script arguments `python DIR [SNAP]` (DIR: the Pyodide
+// distribution, SNAP: a memory snapshot file; exit code 75 when it is unusable). A trailing
+// `--no-warm-up` (a worker started for an execution already waiting) skips the warm-up runs.
+// `snapshot DIR OUT` (trusted, `--allow-read=DIR --allow-write=OUT`, no stdin protocol) makes
+// that file. Keep this file free of static imports and of literal-string dynamic imports: Deno
+// would pre-load those without permission checks.
 
 // ---------------------------------------------------------------------------------------------
 // Private references, taken before any user code can run or tamper with globals.
