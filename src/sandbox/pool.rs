@@ -42,11 +42,12 @@ impl WorkerPool {
     ///
     /// Starting a Deno process (let alone Pyodide) takes far more CPU than a short execution,
     /// and on a small machine it would slow down the very execution it is meant to serve. So
-    /// the replacement is started once this worker has finished (killed and reaped), and a
-    /// stock worker still starting is paused meanwhile; both wait at most [`REFILL_DELAY`].
+    /// when the worker comes from the stock, its replacement is started once it has finished
+    /// (killed and reaped), and a stock worker still starting is paused meanwhile; both wait
+    /// at most [`REFILL_DELAY`]. When the stock is empty (more demand than stock), nothing is
+    /// held back: the refill goes on, in parallel with the worker started here.
     pub async fn take(&self) -> Result<Worker, SpawnError> {
         let taken = std::time::Instant::now();
-        let paused = self.starting.pause();
         let pooled = loop {
             let next = self.ready.lock().expect("pool lock").pop_front();
             match next {
@@ -62,7 +63,10 @@ impl WorkerPool {
         let from_stock = pooled.is_some();
         let mut worker = match pooled {
             Some(worker) => worker,
-            None => self.start_one(false).await?,
+            None => {
+                self.wanted.notify_one();
+                self.start_one(false).await?
+            }
         };
         tracing::debug!(
             language = self.language.as_str(),
@@ -70,7 +74,8 @@ impl WorkerPool {
             us = taken.elapsed().as_micros() as u64,
             "pool: worker taken"
         );
-        if self.size > 0 {
+        if from_stock && self.size > 0 {
+            let paused = self.starting.pause();
             let retired = worker.retirement();
             let wanted = self.wanted.clone();
             tokio::spawn(async move {
