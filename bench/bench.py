@@ -16,7 +16,14 @@ an isolated temporary HOME/project, then prints:
   its worker), with the cold/warm ratios;
 - memory (VmHWM = peak RSS, and VmRSS, from /proc) of the idle server process and of each kind of
   pooled, idle worker (the server's `deno` children; Python workers are those whose command line
-  says "python").
+  says "python");
+- the floor: the same client's latency for `health` and `listServers`, tools that start no worker,
+  and for each warm/cold row the server's own `executionTimeMs` (from admission to the report), so
+  client + transport overhead and the execution itself can be told apart;
+- the machine's load average before and after (timings on a busy machine are not comparable).
+
+Latency is the SDK's `call_tool` alone: the test harness's own contract check of each result
+(a JSON-schema validation, which real clients do not do) runs after the clock stops.
 
 Numbers only: nothing here asserts anything about speed. Binary: $CODE_EXECUTOR_BIN (default
 target/release/code-executor); runtimes: $CODE_EXECUTOR_RUNTIME_DIR (default target/runtimes).
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -70,6 +78,27 @@ def wait_for_pool(client: McpClient, key: str, timeout: float = 120.0) -> None:
     raise SystemExit(f"no pooled worker ({key}) became ready within {timeout:.0f} s")
 
 
+def timed_call(client: McpClient, tool: str, args: dict) -> tuple[float, object]:
+    """One call through the MCP SDK, timed (ms); then the harness's contract check, untimed."""
+    assert client.session is not None
+    session = client.session
+
+    async def one():
+        return await session.call_tool(tool, args)
+
+    t0 = time.perf_counter()
+    r = client._portal.call(one)
+    elapsed = (time.perf_counter() - t0) * 1000
+    client.check_result(tool, r)
+    return elapsed, r
+
+
+class Timings(list):
+    """Client-observed ms of a series of calls; `server`: their executionTimeMs."""
+
+    server: list[float]
+
+
 def measure(
     client: McpClient,
     code: str,
@@ -78,7 +107,7 @@ def measure(
     expect,
     tool: str = "executeTypescript",
     warm: bool = False,
-) -> list[float]:
+) -> Timings:
     """Client-observed ms of sequential calls. `warm`: before each call, pause 50 ms and wait until
     the pool has a ready worker again (so every call finds one)."""
     args = {"code": code}
@@ -86,19 +115,34 @@ def measure(
         args["allowedTools"] = allowed
     # One warm-up call (lazy downstream connect, first worker) that is not counted.
     client.call(tool, args)
-    times = []
+    times = Timings()
+    server = []
     for _ in range(iterations):
         if warm:
             time.sleep(WARM_PAUSE_S)
             wait_for_pool(client, POOL_KEYS[tool])
-        t0 = time.perf_counter()
-        r = client.call(tool, args)
-        times.append((time.perf_counter() - t0) * 1000)
+        elapsed, r = timed_call(client, tool, args)
+        times.append(elapsed)
         sc = r.structured_content or {}
         if r.is_error or not sc.get("success"):
             raise SystemExit(f"execution failed during the benchmark: {harness.dump(r)}")
         if expect is not None and sc.get("result") != expect:
             raise SystemExit(f"unexpected result {sc.get('result')!r}, wanted {expect!r}")
+        server.append(float(sc.get("executionTimeMs", math.nan)))
+    times.server = server
+    return times
+
+
+def measure_floor(client: McpClient, tool: str, iterations: int) -> list[float]:
+    """Client-observed ms of a tool that starts no worker (after 20 ms pauses, like an execution's)."""
+    client.call(tool, {})
+    times = []
+    for _ in range(iterations):
+        time.sleep(0.02)
+        elapsed, r = timed_call(client, tool, {})
+        if r.is_error:
+            raise SystemExit(f"{tool} failed during the benchmark: {harness.dump(r)}")
+        times.append(elapsed)
     return times
 
 
@@ -122,6 +166,10 @@ def start(e2e: E2EEnv, transport: str, log: Path) -> McpClient | None:
         print(f"could not start code-executor: {exc}\n{harness.tail(log)}", file=sys.stderr)
         return None
     return client
+
+
+def fmt_load(load: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in load)
 
 
 def stats_row(label: str, times: list[float], width: int = 30) -> str:
@@ -155,6 +203,7 @@ def main() -> int:
     if args.py_iterations is None:
         args.py_iterations = 3 if args.quick else 6
     started = time.monotonic()
+    load_before = os.getloadavg()
 
     binary = harness.binary()
     if not binary.exists():
@@ -182,6 +231,10 @@ def main() -> int:
             time.sleep(0.5)
             idle_mem = memory_snapshot(client)
             echo = ["mcp__Test-Store__echo"]
+            floor = {
+                "health": measure_floor(client, "health", args.iterations),
+                "listServers": measure_floor(client, "listServers", args.iterations),
+            }
             rows = [
                 ("trivial console.log(1)", measure(client, TRIVIAL, args.iterations, None, None)),
                 ("20 tool calls, sequential", measure(client, SEQUENTIAL_20, args.iterations, echo, 190)),
@@ -215,7 +268,14 @@ def main() -> int:
         finally:
             cold_client.close()
 
+    load_after = os.getloadavg()
     print(f"code-executor benchmark: {binary}, transport {args.transport}, {args.iterations} iterations")
+    print(f"load average (1, 5, 15 min) on {os.cpu_count()} CPUs: before {fmt_load(load_before)}, after {fmt_load(load_after)}")
+    print()
+    print(f"{'floor: no worker':<30} {'median ms':>10} {'p99 ms':>10} {'min ms':>10} {'max ms':>10}")
+    for tool, times in floor.items():
+        print(f"{tool:<30} {statistics.median(times):>10.1f} {percentile(times, 99):>10.1f} "
+              f"{min(times):>10.1f} {max(times):>10.1f}")
     print()
     print(f"{'execution':<30} {'median ms':>10} {'p99 ms':>10} {'min ms':>10} {'max ms':>10}")
     for label, times in rows:
@@ -240,10 +300,12 @@ def main() -> int:
     print("  cold: a server with CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT=0 and CODE_EXECUTOR_POOL_SIZE_PYTHON=0")
     print("  (p99 is the nearest-rank percentile: with few iterations it is the maximum)")
     print()
-    print(f"{'execution':<30} {'n':>4} {'median ms':>10} {'p99 ms':>10} {'min ms':>10} {'max ms':>10}")
+    print("  (server ms: the server's own executionTimeMs, admission to report, whole milliseconds)")
+    print()
+    print(f"{'execution':<30} {'n':>4} {'median ms':>10} {'p99 ms':>10} {'min ms':>10} {'max ms':>10} {'server ms':>10}")
     for lang in ("TypeScript", "Python"):
-        print(stats_row(f"{lang} warm", warm[lang]))
-        print(stats_row(f"{lang} cold", cold[lang]))
+        for kind, d in (("warm", warm), ("cold", cold)):
+            print(stats_row(f"{lang} {kind}", d[lang]) + f" {statistics.median(d[lang].server):>10.1f}")
     print()
     med = {(lang, kind): statistics.median(d[lang]) for lang in warm for kind, d in (("warm", warm), ("cold", cold))}
     p99 = {(lang, kind): percentile(d[lang], 99) for lang in warm for kind, d in (("warm", warm), ("cold", cold))}

@@ -115,11 +115,43 @@ pub struct Worker {
     heap_limit_mb: u32,
     // Removed (with anything in it) when the worker is dropped.
     _workdir: tempfile::TempDir,
+    // Dropped with the worker, once its process is gone: tells the pool it may start another.
+    _retired: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl Worker {
-    /// Starts a jailed worker for `language` and waits until it is ready.
+    /// Starts a jailed worker for `language` and waits until it is ready. The worker pays its
+    /// runtime's first-use costs before announcing `ready`, as suits a worker that will wait
+    /// in a pool.
     pub async fn start(config: &WorkerConfig, language: Language) -> Result<Worker, SpawnError> {
+        Worker::spawn(config, language, true, None).await
+    }
+
+    /// Like [`Worker::start`], for a pool's stock: while it starts, the worker is listed in
+    /// `starting`, so that the pool can hold it back while executions run.
+    pub async fn start_pooled(
+        config: &WorkerConfig,
+        language: Language,
+        starting: &Starting,
+    ) -> Result<Worker, SpawnError> {
+        Worker::spawn(config, language, true, Some(starting)).await
+    }
+
+    /// Like [`Worker::start`], for an execution that is waiting: the worker skips its warm-up
+    /// runs (the execution pays only the first-use costs its own code incurs).
+    pub async fn start_on_demand(
+        config: &WorkerConfig,
+        language: Language,
+    ) -> Result<Worker, SpawnError> {
+        Worker::spawn(config, language, false, None).await
+    }
+
+    async fn spawn(
+        config: &WorkerConfig,
+        language: Language,
+        warm_up: bool,
+        starting: Option<&Starting>,
+    ) -> Result<Worker, SpawnError> {
         let workdir = tempfile::Builder::new()
             .prefix("code-executor-worker-")
             .tempdir()
@@ -135,7 +167,7 @@ impl Worker {
         jail::confine(&mut cmd, config.jail);
         // The only variable a worker sees; user code cannot read it (no --allow-env).
         cmd.env("DENO_DIR", &cache);
-        let mut args = deno_args(config, language);
+        let mut args = deno_args(config, language, warm_up);
         if let Some(allow) = stage_wrappers(config, language, &cwd) {
             args.insert(1, allow);
         }
@@ -149,6 +181,9 @@ impl Worker {
             source,
         })?;
         let pgid = child.id();
+        let _listed = starting
+            .zip(pgid)
+            .map(|(starting, pgid)| starting.list(pgid));
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
@@ -178,6 +213,7 @@ impl Worker {
             language,
             heap_limit_mb: config.heap_limit_mb,
             _workdir: workdir,
+            _retired: None,
         };
         let first = tokio::time::timeout(ready_timeout(language), worker.lines.next()).await;
         let Ok(first) = first else {
@@ -215,6 +251,14 @@ impl Worker {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// A receiver that completes once this worker has been killed and its process reaped (or
+    /// the worker dropped), so the caller can start a replacement without competing with it.
+    pub fn retirement(&mut self) -> tokio::sync::oneshot::Receiver<()> {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        self._retired = Some(sender);
+        receiver
+    }
+
     /// Runs `code` to completion, the deadline, a failure or `cancel`, then kills the worker.
     pub async fn run(
         mut self,
@@ -227,13 +271,18 @@ impl Worker {
         let started = Instant::now();
         let mut output = OutputBuffer::new(output_limit);
         let ending = tokio::select! {
-            ending = tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls)) => {
+            ending = tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls, started)) => {
                 ending.unwrap_or(Ending::TimedOut(deadline))
             }
             () = cancel.cancelled() => Ending::Cancelled,
         };
         let peak_memory_bytes = self.peak_memory_bytes();
-        self.kill().await;
+        self.kill_now();
+        tracing::debug!(
+            language = self.language.as_str(),
+            us = started.elapsed().as_micros() as u64,
+            "worker run: ended, worker killed"
+        );
         let (end, value, error) = match ending {
             Ending::Done(value) => (EndKind::Ok, value, None),
             Ending::UserError(e) => (EndKind::CodeError, None, Some(e)),
@@ -261,7 +310,7 @@ impl Worker {
                 (kind, None, Some(diagnosis))
             }
         };
-        RunOutcome {
+        let outcome = RunOutcome {
             success: end == EndKind::Ok,
             end,
             output: output.finish(),
@@ -269,7 +318,9 @@ impl Worker {
             error,
             duration: started.elapsed(),
             peak_memory_bytes,
-        }
+        };
+        self.reap_in_background();
+        outcome
     }
 
     /// The worker's peak resident memory so far (`VmHWM`), while it still runs.
@@ -287,15 +338,22 @@ impl Worker {
         output_limit: usize,
         output: &mut OutputBuffer,
         calls: Arc<dyn HostCalls>,
+        started: Instant,
     ) -> Ending {
         let execute = proto::execute_line(self.language, code, output_limit);
         if self.stdin.write_all(execute.as_bytes()).await.is_err() {
             return Ending::WorkerExited;
         }
+        let us = || started.elapsed().as_micros() as u64;
+        tracing::debug!(us = us(), "worker run: execute sent");
         let mut pending = FuturesUnordered::new();
+        let mut first = true;
         loop {
             tokio::select! {
                 line = self.lines.next() => {
+                    if std::mem::take(&mut first) {
+                        tracing::debug!(us = us(), "worker run: first message");
+                    }
                     let line = match line {
                         None => return Ending::WorkerExited,
                         Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
@@ -335,12 +393,28 @@ impl Worker {
         }
     }
 
-    async fn kill(&mut self) {
+    /// Sends SIGKILL to the worker's whole process group. Nothing of it runs after this returns
+    /// (SIGKILL cannot be caught); the kernel may still be freeing its memory.
+    fn kill_now(&mut self) {
         if let Some(pgid) = self.pgid {
             jail::kill_group(pgid);
         }
         let _ = self.child.start_kill();
-        let _ = self.child.wait().await;
+    }
+
+    /// Waits for the killed worker's exit off the request path (tearing down a Python worker's
+    /// address space takes tens of milliseconds), then drops it: its working directory is
+    /// removed and its pool is told it may start a replacement.
+    fn reap_in_background(mut self) {
+        let killed = Instant::now();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+            tracing::debug!(
+                us = killed.elapsed().as_micros() as u64,
+                "worker run: worker reaped"
+            );
+            drop(self);
+        });
     }
 
     /// Explains why a worker stopped without finishing, from its exit status and stderr.
@@ -421,12 +495,18 @@ fn stage_wrappers(config: &WorkerConfig, language: Language, cwd: &Path) -> Opti
     any.then(|| format!("--allow-read={}", staged.display()))
 }
 
-fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
+fn deno_args(config: &WorkerConfig, language: Language, warm_up: bool) -> Vec<String> {
     let mut v8_flags = format!("--max-old-space-size={}", config.heap_limit_mb);
     if language == Language::Python {
         // Python's own recursion limit must trip before V8's stack runs out (the main thread
         // stack is 8 MiB; these stay well inside it).
         v8_flags.push_str(",--stack-size=4000,--wasm-stack-switching-stack-size=4000");
+        // Optimise only really hot WebAssembly (the interpreter loop of a long computation),
+        // 100x V8's default threshold. With the default, loading Pyodide and its first runs
+        // send hundreds of lukewarm functions to the optimising compiler: ~400 ms of background
+        // CPU per worker, stealing the core a running execution needs (print(1) took ~40 ms
+        // instead of ~7), and long computations still finished no sooner.
+        v8_flags.push_str(",--wasm-tiering-budget=1300000000");
     }
     let mut args = vec![
         "run".to_string(),
@@ -436,6 +516,10 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
         "--no-remote".into(),
         "--no-npm".into(),
         "--quiet".into(),
+        // V8's code cache lives in the worker's private DENO_DIR, which dies with the worker:
+        // writing it only costs time (~20 ms of CPU per start, and SQLite writes during the
+        // execution).
+        "--no-code-cache".into(),
         format!("--v8-flags={v8_flags}"),
     ];
     // Read once, so the permission and the argument always name the same file.
@@ -460,7 +544,69 @@ fn deno_args(config: &WorkerConfig, language: Language) -> Vec<String> {
             args.push(snapshot.display().to_string());
         }
     }
+    if !warm_up {
+        args.push("--no-warm-up".into());
+    }
     args
+}
+
+/// The process groups of workers that are still starting, which their pool may pause (SIGSTOP)
+/// while executions run and must then resume (SIGCONT). Pauses nest: the groups resume when the
+/// last [`Paused`] is dropped.
+#[derive(Debug, Clone, Default)]
+pub struct Starting(Arc<std::sync::Mutex<StartingState>>);
+
+#[derive(Debug, Default)]
+struct StartingState {
+    groups: Vec<u32>,
+    pauses: usize,
+}
+
+impl Starting {
+    /// Stops every worker now starting until the returned guard (and any other) is dropped.
+    pub fn pause(&self) -> Paused {
+        let mut state = self.0.lock().expect("starting lock");
+        state.pauses += 1;
+        for &pgid in &state.groups {
+            jail::pause_group(pgid, true);
+        }
+        Paused(self.clone())
+    }
+
+    /// Lists a group while its worker starts (until the returned guard is dropped). A group
+    /// listed during a pause is not stopped: it is the refill the pause has already allowed.
+    fn list(&self, pgid: u32) -> Listed {
+        self.0.lock().expect("starting lock").groups.push(pgid);
+        Listed(self.clone(), pgid)
+    }
+}
+
+/// A pause of a pool's starting workers; dropping the last one resumes them.
+#[derive(Debug)]
+pub struct Paused(Starting);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let mut state = self.0.0.lock().expect("starting lock");
+        state.pauses -= 1;
+        if state.pauses == 0 {
+            for &pgid in &state.groups {
+                jail::pause_group(pgid, false);
+            }
+        }
+    }
+}
+
+/// A starting worker's entry in [`Starting`].
+struct Listed(Starting, u32);
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let mut state = self.0.0.lock().expect("starting lock");
+        state.groups.retain(|&pgid| pgid != self.1);
+        // A start that ends while paused (error, timeout) leaves no stopped process behind.
+        jail::pause_group(self.1, false);
+    }
 }
 
 /// The result of one run.
@@ -632,6 +778,70 @@ pub async fn deno_version(deno: &Path) -> Result<String, std::io::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scheduler state of a process (`T`: stopped), from /proc.
+    fn proc_state(pid: u32) -> String {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+        after
+            .split_whitespace()
+            .next()
+            .unwrap_or("gone")
+            .to_string()
+    }
+
+    async fn wait_for_state(pid: u32, stopped: bool) {
+        for _ in 0..200 {
+            if (proc_state(pid) == "T") == stopped {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "process {pid} did not become stopped={stopped}: {}",
+            proc_state(pid)
+        );
+    }
+
+    #[tokio::test]
+    async fn pauses_stop_starting_groups_until_the_last_one_ends() {
+        let spawn = || {
+            tokio::process::Command::new("sleep")
+                .arg("60")
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+                .expect("sleep runs")
+        };
+        let (listed_child, later_child) = (spawn(), spawn());
+        let (listed, later) = (listed_child.id().unwrap(), later_child.id().unwrap());
+        let starting = Starting::default();
+        let entry = starting.list(listed);
+
+        let first = starting.pause();
+        wait_for_state(listed, true).await;
+        // Listed during a pause: a refill the pause has already let through, not stopped.
+        let later_entry = starting.list(later);
+        let second = starting.pause();
+        wait_for_state(later, true).await;
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            proc_state(listed),
+            "T",
+            "resumed while a pause is still held"
+        );
+        drop(second);
+        wait_for_state(listed, false).await;
+        wait_for_state(later, false).await;
+
+        // A start that ends while paused leaves nothing stopped behind.
+        let third = starting.pause();
+        wait_for_state(listed, true).await;
+        drop(entry);
+        wait_for_state(listed, false).await;
+        drop((third, later_entry, listed_child, later_child));
+    }
 
     #[test]
     fn output_is_capped_with_a_marker() {

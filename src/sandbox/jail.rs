@@ -269,6 +269,16 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 
 /// Sends SIGKILL to a whole process group (the worker and anything it started).
 pub fn kill_group(pgid: u32) {
+    signal_group(pgid, libc::SIGKILL);
+}
+
+/// Stops (SIGSTOP) or resumes (SIGCONT) a whole process group: a pool holds back a worker that
+/// is still starting while an execution runs, so that the two do not compete for the CPU.
+pub fn pause_group(pgid: u32, paused: bool) {
+    signal_group(pgid, if paused { libc::SIGSTOP } else { libc::SIGCONT });
+}
+
+fn signal_group(pgid: u32, signal: libc::c_int) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
     };
@@ -278,6 +288,6 @@ pub fn kill_group(pgid: u32) {
     // SAFETY: kill with a negative pid signals the process group `pgid`; no memory is involved.
     // An ESRCH result (group already gone) is fine.
     unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
+        libc::kill(-pgid, signal);
     }
 }

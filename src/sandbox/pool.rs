@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use super::host::{SpawnError, Worker, WorkerConfig};
+use super::host::{SpawnError, Starting, Worker, WorkerConfig};
 use super::proto::Language;
 
 /// A stock of ready workers for one language.
@@ -17,6 +17,7 @@ pub struct WorkerPool {
     size: usize,
     ready: Mutex<VecDeque<Worker>>,
     wanted: Arc<Notify>,
+    starting: Starting,
 }
 
 impl WorkerPool {
@@ -28,6 +29,7 @@ impl WorkerPool {
             size,
             ready: Mutex::new(VecDeque::new()),
             wanted: Arc::new(Notify::new()),
+            starting: Starting::default(),
         });
         if size > 0 {
             let weak = Arc::downgrade(&pool);
@@ -37,7 +39,15 @@ impl WorkerPool {
     }
 
     /// A ready worker: from the stock if one is alive, else started now.
+    ///
+    /// Starting a Deno process (let alone Pyodide) takes far more CPU than a short execution,
+    /// and on a small machine it would slow down the very execution it is meant to serve. So
+    /// when the worker comes from the stock, its replacement is started once it has finished
+    /// (killed and reaped), and a stock worker still starting is paused meanwhile; both wait
+    /// at most [`REFILL_DELAY`]. When the stock is empty (more demand than stock), nothing is
+    /// held back: the refill goes on, in parallel with the worker started here.
     pub async fn take(&self) -> Result<Worker, SpawnError> {
+        let taken = std::time::Instant::now();
         let pooled = loop {
             let next = self.ready.lock().expect("pool lock").pop_front();
             match next {
@@ -50,21 +60,49 @@ impl WorkerPool {
                 None => break None,
             }
         };
-        self.wanted.notify_one();
-        match pooled {
-            Some(worker) => Ok(worker),
-            None => self.start_one().await,
+        let from_stock = pooled.is_some();
+        let mut worker = match pooled {
+            Some(worker) => worker,
+            None => {
+                self.wanted.notify_one();
+                self.start_one(false).await?
+            }
+        };
+        tracing::debug!(
+            language = self.language.as_str(),
+            from_stock,
+            us = taken.elapsed().as_micros() as u64,
+            "pool: worker taken"
+        );
+        if from_stock && self.size > 0 {
+            let paused = self.starting.pause();
+            let retired = worker.retirement();
+            let wanted = self.wanted.clone();
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(REFILL_DELAY, retired).await;
+                drop(paused);
+                wanted.notify_one();
+            });
         }
+        Ok(worker)
     }
 
-    /// Starts a worker; a snapshot the runner refuses is dropped (logged loudly) and the start
-    /// retried without it, so Python keeps working, only slower to start.
-    async fn start_one(&self) -> Result<Worker, SpawnError> {
-        match Worker::start(&self.config, self.language).await {
+    /// Starts a worker, warmed up for the stock (`pooled`) or for an execution waiting for it;
+    /// a snapshot the runner refuses is dropped (logged loudly) and the start retried without
+    /// it, so Python keeps working, only slower to start.
+    async fn start_one(&self, pooled: bool) -> Result<Worker, SpawnError> {
+        let start = || async {
+            if pooled {
+                Worker::start_pooled(&self.config, self.language, &self.starting).await
+            } else {
+                Worker::start_on_demand(&self.config, self.language).await
+            }
+        };
+        match start().await {
             Err(SpawnError::SnapshotUnusable(reason)) => {
                 tracing::error!("discarding the Pyodide snapshot: {reason}");
                 self.config.python_snapshot.discard();
-                Worker::start(&self.config, self.language).await
+                start().await
             }
             other => other,
         }
@@ -79,6 +117,9 @@ impl WorkerPool {
         self.size
     }
 }
+
+/// How long a taken worker may run before its replacement is started anyway.
+const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Memory the machine must still have available before another idle worker is started.
 const MIN_AVAILABLE_BYTES: u64 = 512 * 1024 * 1024;
@@ -116,7 +157,7 @@ async fn refill(pool: std::sync::Weak<WorkerPool>) {
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             continue;
         }
-        match p.start_one().await {
+        match p.start_one(true).await {
             Ok(worker) => {
                 p.ready.lock().expect("pool lock").push_back(worker);
                 backoff = std::time::Duration::from_millis(100);

@@ -9,12 +9,14 @@
 // boundary is Deno's permissions and the jail).
 //
 // The host runs it as `deno run --no-prompt --no-config --no-lock --no-remote --no-npm --quiet
-// --v8-flags=--max-old-space-size=N data:application/javascript;base64,... typescript` with no
-// permissions and an empty environment; Python workers get `--allow-read=DIR[,SNAP]` and the
-// script arguments `python DIR [SNAP]` (DIR: the Pyodide distribution, SNAP: a memory snapshot
-// file; exit code 75 when it is unusable). `snapshot DIR OUT` (trusted, `--allow-read=DIR
-// --allow-write=OUT`, no stdin protocol) makes that file. Keep this file free of static imports
-// and of literal-string dynamic imports: Deno would pre-load those without permission checks.
+// --no-code-cache --v8-flags=--max-old-space-size=N data:application/javascript;base64,...
+// typescript` with no permissions and an empty environment; Python workers get
+// `--allow-read=DIR[,SNAP]` and the script arguments `python DIR [SNAP]` (DIR: the Pyodide
+// distribution, SNAP: a memory snapshot file; exit code 75 when it is unusable). A trailing
+// `--no-warm-up` (a worker started for an execution already waiting) skips the warm-up runs.
+// `snapshot DIR OUT` (trusted, `--allow-read=DIR --allow-write=OUT`, no stdin protocol) makes
+// that file. Keep this file free of static imports and of literal-string dynamic imports: Deno
+// would pre-load those without permission checks.
 
 // ---------------------------------------------------------------------------------------------
 // Private references, taken before any user code can run or tamper with globals.
@@ -36,6 +38,10 @@ const MapCtor = Map;
 const SetCtor = Set;
 const ArrayIsArray = Array.isArray;
 const setTimeoutPrivate = globalThis.setTimeout;
+const clearTimeoutPrivate = globalThis.clearTimeout;
+const setIntervalPrivate = globalThis.setInterval;
+const clearIntervalPrivate = globalThis.clearInterval;
+const MessageChannelCtor = globalThis.MessageChannel;
 const performanceNow = performance.now.bind(performance);
 const btoaPrivate = globalThis.btoa;
 const addEventListenerPrivate = globalThis.addEventListener.bind(globalThis);
@@ -51,10 +57,25 @@ const exitPrivate = D.exit;
 const stdinReadable = D.stdin.readable;
 const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
 const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
-/** Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the Pyodide directory etc. */
+/**
+ * Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the
+ * Pyodide directory etc. The flag `--no-warm-up`, anywhere, is taken out (see `warmUpWanted`).
+ */
 const launchArgs = [...D.args];
-/** Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads. */
-const processPrivate = globalThis.process;
+/**
+ * Whether to pay first-use costs before `ready` (a pooled worker waits for its execution; an
+ * execution waiting for its worker is better off paying only the costs its own code incurs).
+ */
+const warmUpWanted = !launchArgs.includes("--no-warm-up");
+for (let i = launchArgs.indexOf("--no-warm-up"); i >= 0; i = launchArgs.indexOf("--no-warm-up")) {
+  launchArgs.splice(i, 1);
+}
+/**
+ * Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads.
+ * Read only in the modes that need it (`main`): the first read loads Deno's Node compatibility
+ * layer, about 65 ms of CPU a TypeScript worker has no use for.
+ */
+let processPrivate;
 
 /** Deno's internal namespace: only used for console formatting helpers, removed from `Deno` below. */
 const denoInternalSymbol = ObjectGetOwnPropertySymbols(D).find((s) => s.description === "Deno.internal");
@@ -1444,16 +1465,17 @@ function installPythonWrappers() {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The in-sandbox Python API and the execution driver, run once in `prepare` as module `sandbox`
- * (file `<sandbox>`; its frames and Pyodide's are cut from user tracebacks). `_sandbox_host.call`
- * is `pyHostCall` below.
+ * The in-sandbox Python API and the execution driver, module `sandbox` (file `<sandbox>`; its
+ * frames and Pyodide's are cut from user tracebacks). Installed when the memory snapshot is
+ * made (so a worker starting from it does not compile it again), or in `prepare` without one.
+ * It holds no JavaScript object until `_connect` gives it `_sandbox_host.call` (`pyHostCall`
+ * below) in each worker.
  */
 const PY_PRELUDE = String.raw`
 import builtins, json, linecache, math, re, sys, traceback, types
 from collections.abc import Mapping
 from pyodide.code import eval_code_async
 from pyodide.ffi import JsException, JsProxy
-import _sandbox_host
 _F = "<user code>"
 _INTERNAL = re.compile(r"<sandbox>$|/lib/python[0-9.]*(?:\.zip)?/(?:_?pyodide|site-packages/_?pyodide)/")
 
@@ -1467,7 +1489,7 @@ async def _call(method, params):
     except (TypeError, ValueError) as e:
         raise TypeError(f"arguments must be JSON-serialisable ({e})") from None
     try:
-        r = await _sandbox_host.call(method, s)
+        r = await _host_call(method, s)
     except JsException as e:
         err = {"TypeError": TypeError, "RangeError": ValueError}.get(getattr(e, "name", ""), ToolCallError)
         raise err(getattr(e, "message", str(e))) from None
@@ -1611,11 +1633,17 @@ async def run(code):
         _flush()
     return json.dumps(out, ensure_ascii=False)
 
-for _s in (sys.stdout, sys.stderr):
-    try:
-        _s.reconfigure(line_buffering=True)
-    except BaseException:
-        pass
+_host_call = None
+
+def _connect(host_call):
+    "Per worker: the host-call bridge, and line-buffered output through the worker's writers."
+    global _host_call
+    _host_call = host_call
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.reconfigure(line_buffering=True)
+        except BaseException:
+            pass
 
 # Emscripten would run these through Node APIs the worker may not use (a fatal error for Pyodide).
 def _system(command):
@@ -1751,6 +1779,7 @@ async function writeSnapshot() {
     if (typeof out !== "string" || out === "") throw new Error("usage: snapshot <pyodide_dir> <out_file>");
     const py = await startPyodide({ _makeSnapshot: true });
     py.runPython(PY_SNAPSHOT_IMPORTS);
+    installSandboxModule(py);
     const payload = py.makeMemorySnapshot();
     const file = new Uint8Array(SNAPSHOT_HEADER + payload.length);
     file.set(encodeUtf8(SNAPSHOT_MAGIC));
@@ -1765,15 +1794,23 @@ async function writeSnapshot() {
   exitPrivate(0);
 }
 
+/** Creates module `sandbox` from `PY_PRELUDE`. */
+function installSandboxModule(py) {
+  const ns = py.runPython("import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__");
+  py.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
+  ns.destroy();
+}
+
 /**
  * Loads Pyodide from the directory named by the second launch argument, or from the snapshot
  * file named by the third (read-only access to both).
  */
 async function preparePython() {
   const file = launchArgs[2];
-  let setup = "import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__";
+  let connect = "import sandbox, _sandbox_host\nsandbox._connect(_sandbox_host.call)\nsandbox.run";
   if (file === undefined) {
     pyodide = await startPyodide({});
+    installSandboxModule(pyodide);
   } else {
     // Unusable snapshot: exit code 75, the host discards the file and makes a new one.
     try {
@@ -1783,7 +1820,7 @@ async function preparePython() {
       pyodide = await startPyodide({ _loadSnapshot: snapshot });
       (await snapshot).buffer.transfer?.(0); // frees the file's bytes now, not at some later GC
       // `random` was seeded when the snapshot was made: every worker would draw the same numbers.
-      setup = "import random\nrandom.seed()\n" + setup;
+      connect = "import random\nrandom.seed()\n" + connect;
     } catch (e) {
       diag("snapshot unusable: " + oneLine(e));
       exitPrivate(75);
@@ -1792,10 +1829,8 @@ async function preparePython() {
   pyodide.setStdout(pyWriter("stdout"));
   pyodide.setStderr(pyWriter("stderr"));
   pyodide.registerJsModule("_sandbox_host", { call: pyHostCall });
-  const ns = pyodide.runPython(setup);
-  pyodide.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
-  pyRun = ns.get("run");
-  ns.destroy();
+  pyRun = pyodide.runPython(connect);
+  if (!warmUpWanted) return;
   // Run the execution paths once (compiling, awaiting JS promises, value and traceback
   // conversion) so their first-use costs are paid before `ready`: print(1) then takes ~15 ms, not ~45.
   await pyRun("import asyncio, js\nawait asyncio.sleep(0)\nawait js.Promise.resolve(1)\n[1, {'a': (2.5, None)}]");
@@ -1857,12 +1892,81 @@ async function execute(msg) {
     const value = await PromiseCtor.race([runtime.run({ code: msg.code, message: msg }), failure]);
     // One macrotask turn so errors thrown by already-due callbacks and rejections left
     // unhandled by the final microtasks still count.
-    await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+    await macrotaskTurn();
     if (asyncFailure !== null) throw asyncFailure.error;
     finishOk(value);
   } catch (e) {
     finishError(e);
   }
+}
+
+/**
+ * Timers user code has set and that have neither run nor been cleared: id -> due time. Only
+ * used to know whether the end of an execution must wait for a timer turn (see `macrotaskTurn`).
+ * @type {Map<unknown, number>}
+ */
+const userTimers = new MapCtor();
+/** A private channel whose messages give one event-loop turn without any timer (about 0.2 ms). */
+let turnChannel = null;
+
+/**
+ * Waits one macrotask turn: long enough for unhandled rejections to be reported. When a timer
+ * of the user's is already due (or due within a millisecond), waits a timer turn instead (1-2
+ * ms in Deno) so that its callback runs first, and an error it throws counts.
+ */
+function macrotaskTurn() {
+  const soon = performanceNow() + 1;
+  let timerDue = turnChannel === null;
+  for (const due of userTimers.values()) {
+    if (due <= soon) {
+      timerDue = true;
+      break;
+    }
+  }
+  if (timerDue) return new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+  const channel = turnChannel;
+  return new PromiseCtor((resolve) => {
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(0);
+  });
+}
+
+/**
+ * The timer globals for user code: Deno's, plus the bookkeeping of `userTimers` (an interval
+ * counts as always due until it is cleared).
+ */
+function makeTimerGlobals() {
+  function setTimeout(callback, delay, ...args) {
+    const ms = Number(delay);
+    const due = performanceNow() + (ms > 0 ? ms : 0);
+    if (typeof callback !== "function") {
+      const other = setTimeoutPrivate(callback, delay, ...args);
+      userTimers.set(other, -Infinity); // when it runs is unknown: always treated as due
+      return other;
+    }
+    const run = function () {
+      userTimers.delete(id);
+      return ReflectApply(callback, this, args);
+    };
+    const id = setTimeoutPrivate(run, delay);
+    userTimers.set(id, due);
+    return id;
+  }
+  function setInterval(callback, delay, ...args) {
+    const id = setIntervalPrivate(callback, delay, ...args);
+    userTimers.set(id, -Infinity);
+    return id;
+  }
+  // Timeouts and intervals share their ids: either function clears either kind.
+  function clearTimeout(id) {
+    userTimers.delete(id);
+    return clearTimeoutPrivate(id);
+  }
+  function clearInterval(id) {
+    userTimers.delete(id);
+    return clearIntervalPrivate(id);
+  }
+  return { setTimeout, setInterval, clearTimeout, clearInterval };
 }
 
 /** @param {string} line */
@@ -1925,6 +2029,7 @@ function installEnvironment() {
     }
   }
   defineGlobal("console", makeConsole());
+  for (const [name, fn] of Object.entries(makeTimerGlobals())) defineGlobal(name, fn);
   defineGlobal("callMCPTool", callMCPTool);
   defineGlobal("callMCPToolRaw", callMCPToolRaw);
   defineGlobal("searchTools", searchTools);
@@ -1976,22 +2081,31 @@ function installEnvironment() {
 // Main
 // ---------------------------------------------------------------------------------------------
 
+/** A throwaway program for `warmUp`: a type annotation, a last expression, a value to return. */
+const WARM_UP_PROGRAM = 'const x: number = 1;\n[x, { a: "b" }]';
+
 /**
- * Pays Deno's one-time costs (TypeScript loader, timer machinery) before `ready`, so they do
- * not count against the execution (about 5-10 ms on a quiet machine).
+ * Pays the one-time costs of a TypeScript execution before `ready`, so they do not count
+ * against the first (and only) real one: compiling this runner's source preparation and result
+ * functions, the TypeScript loader's first use, console formatting, the timer and message
+ * machinery (about 5-10 ms on a quiet machine). Nothing is printed or sent.
  */
 async function warmUp() {
   try {
-    const url = "data:application/typescript;base64," + base64Utf8("export default 0 as number;\n");
-    await import(url);
+    valueToJson(await runTypeScript({ code: WARM_UP_PROGRAM, message: {} }));
+    formatArgs(["%s", 1, { a: [1, "b"] }]);
+    describeError(new Error("warm-up"), currentModuleMapper);
   } catch {
-    // not fatal: the real import will report any problem
+    // not fatal: the real execution reports any problem
   }
+  currentModuleMapper = null;
   await new PromiseCtor((resolve) => setTimeoutPrivate(resolve, 0));
+  await macrotaskTurn();
 }
 
 async function main() {
   const mode = launchArgs.length > 0 ? launchArgs[0] : "typescript";
+  if (mode !== "typescript") processPrivate = globalThis.process;
   if (mode === "snapshot") {
     installEnvironment();
     return await writeSnapshot();
@@ -1999,8 +2113,9 @@ async function main() {
   const runtime = typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) ? RUNTIMES[mode] : undefined;
   if (runtime === undefined) throw new Error(`unknown worker mode ${safeString(mode).slice(0, 64)}`);
   installEnvironment();
+  if (typeof MessageChannelCtor === "function") turnChannel = new MessageChannelCtor();
   if (runtime.prepare) await runtime.prepare();
-  if (mode === "typescript") await warmUp();
+  if (mode === "typescript" && warmUpWanted) await warmUp();
   const reading = readLines(onLine);
   send({ type: "ready" });
   await reading;
