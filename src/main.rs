@@ -280,14 +280,7 @@ async fn relay(listen: SocketAddr, to: String) -> Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     tracing::info!("relaying {} to {to}", listener.local_addr()?);
-    let shutdown = CancellationToken::new();
-    tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            shutdown_signal().await;
-            shutdown.cancel();
-        }
-    });
+    let shutdown = cancelled_on_signal();
     appliance::relay(listener, to, shutdown).await;
     Ok(ExitCode::SUCCESS)
 }
@@ -301,14 +294,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
         "code-executor ready"
     );
     let front = app.front();
-    let shutdown = CancellationToken::new();
-    tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            shutdown_signal().await;
-            shutdown.cancel();
-        }
-    });
+    let shutdown = cancelled_on_signal();
     if let Some(addr) = app.settings.ops_listen {
         let listener = observe::serve_ops(
             addr,
@@ -361,6 +347,19 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
     app.executor.upstream().shutdown().await;
     app.executor.audit().close();
     Ok(ExitCode::SUCCESS)
+}
+
+/// A token cancelled by SIGINT or SIGTERM.
+fn cancelled_on_signal() -> CancellationToken {
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown_signal().await;
+            shutdown.cancel();
+        }
+    });
+    shutdown
 }
 
 async fn shutdown_signal() {

@@ -712,18 +712,7 @@ fn read_config(path: &Path) -> Result<Option<Value>, DiscoveryError> {
         source: io::Error::new(io::ErrorKind::InvalidData, "the file is not valid UTF-8"),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let options = jsonc_parser::ParseOptions {
-        allow_comments: true,
-        allow_trailing_commas: true,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    };
+    let options = jsonc_options();
     let root: Value =
         jsonc_parser::parse_to_serde_value(text, &options).map_err(|e| DiscoveryError::Parse {
             path: path.to_owned(),
@@ -1104,6 +1093,23 @@ fn launches_self(command: &str, args: &[String], self_names: &[String]) -> Optio
         return is_self(package).then(|| format!("{stem} package {arg:?}"));
     }
     None
+}
+
+/// What the clients' JSON files may hold: comments and trailing commas (VS Code writes them),
+/// nothing looser. Shared with `setup`, which edits the same files.
+pub fn jsonc_options() -> jsonc_parser::ParseOptions {
+    jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
 }
 
 #[cfg(test)]

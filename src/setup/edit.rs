@@ -25,18 +25,7 @@ pub enum EditError {
 /// What `jsonc-parser` accepts: JSON with comments and trailing commas (what VS Code writes),
 /// exactly as discovery reads these files.
 fn parse_options() -> ParseOptions {
-    ParseOptions {
-        allow_comments: true,
-        allow_trailing_commas: true,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    }
+    crate::config::discovery::jsonc_options()
 }
 
 const BOM: char = '\u{feff}';
