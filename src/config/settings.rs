@@ -85,11 +85,12 @@ pub struct RawSettings {
     /// Largest downstream result handed to the sandbox, in bytes of JSON. Default 8 MiB.
     pub max_result_bytes: Option<usize>,
     /// Tool calls per minute one client session may make (bursts up to the same number).
-    /// Default 3000.
+    /// Default 12000.
     pub session_calls_per_minute: Option<u32>,
-    /// Tool calls per minute to one downstream server, all sessions together. Default 1200.
+    /// Tool calls per minute to one downstream server, all sessions together. Default 6000.
     pub server_calls_per_minute: Option<u32>,
-    /// Tool calls per minute to one tool, all sessions together. Default 600.
+    /// Tool calls per minute to one tool, all sessions together. Default 3000 (above the default
+    /// per-execution cap, so one execution's loop over one tool is not throttled).
     pub tool_calls_per_minute: Option<u32>,
     /// Directory of the audit log: JSON lines, one file per day (`audit.YYYY-MM-DD.jsonl`).
     /// Default: none (no audit log).
@@ -245,9 +246,9 @@ impl Settings {
             policy_deny: raw.policy_deny.unwrap_or_default(),
             max_argument_bytes: raw.max_argument_bytes.unwrap_or(1024 * 1024),
             max_result_bytes: raw.max_result_bytes.unwrap_or(8 * 1024 * 1024),
-            session_calls_per_minute: raw.session_calls_per_minute.unwrap_or(3000),
-            server_calls_per_minute: raw.server_calls_per_minute.unwrap_or(1200),
-            tool_calls_per_minute: raw.tool_calls_per_minute.unwrap_or(600),
+            session_calls_per_minute: raw.session_calls_per_minute.unwrap_or(12_000),
+            server_calls_per_minute: raw.server_calls_per_minute.unwrap_or(6000),
+            tool_calls_per_minute: raw.tool_calls_per_minute.unwrap_or(3000),
             audit_log_dir: raw.audit_log_dir,
             http_token: match &raw.http_token_file {
                 Some(path) => Some(read_token(path)?),
