@@ -10,8 +10,8 @@ an isolated temporary HOME/project, then prints:
 - the byte size of our `tools/list` answer next to the sum of the downstream servers' own
   `tools/list` answers (each measured raw over stdio), and the ratio;
 - warm vs cold start of a trivial execution in each language: warm against the default pools
-  (sequential calls, each after a 50 ms pause and once `health` reports a ready pooled worker, so
-  the pool has refilled), cold against a second server started with
+  (sequential calls, each after a 50 ms pause and once `health` reports the pool full again: the
+  steady state of a client whose calls come seconds apart), cold against a second server started with
   `CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT=0` and `CODE_EXECUTOR_POOL_SIZE_PYTHON=0` (every call starts
   its worker), with the cold/warm ratios;
 - memory (VmHWM = peak RSS, and VmRSS, from /proc) of the idle server process and of each kind of
@@ -49,6 +49,7 @@ TRIVIAL = "console.log(1);"
 TRIVIAL_PY = "print(1)"
 WARM_PAUSE_S = 0.05
 POOL_KEYS = {"executeTypescript": "warmTypescriptWorkers", "executePython": "warmPythonWorkers"}
+POOL_SIZE_KEYS = {"warmTypescriptWorkers": "poolSizeTypescript", "warmPythonWorkers": "poolSizePython"}
 SEQUENTIAL_20 = """
 let n = 0;
 for (let i = 0; i < 20; i++) n += (await callMCPTool("mcp__Test-Store__echo", { value: i })).echo;
@@ -68,14 +69,17 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def wait_for_pool(client: McpClient, key: str, timeout: float = 120.0) -> None:
-    """Until `health` reports at least one ready pooled worker of that kind."""
+    """Until `health` reports that pool full: every pooled worker of that kind ready, none still
+    starting (a worker starting beside an execution competes with it, and with the client, for
+    the CPU)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         counters = client.structured("health", {}).get("executions", {})
-        if counters.get(key, 1) >= 1:  # a server that does not report it: do not wait
+        # A server that does not report these: do not wait.
+        if counters.get(key, 1) >= max(1, counters.get(POOL_SIZE_KEYS[key], 1)):
             return
         time.sleep(0.05)
-    raise SystemExit(f"no pooled worker ({key}) became ready within {timeout:.0f} s")
+    raise SystemExit(f"the {key} pool was not full within {timeout:.0f} s")
 
 
 def timed_call(client: McpClient, tool: str, args: dict) -> tuple[float, object]:
@@ -109,7 +113,7 @@ def measure(
     warm: bool = False,
 ) -> Timings:
     """Client-observed ms of sequential calls. `warm`: before each call, pause 50 ms and wait until
-    the pool has a ready worker again (so every call finds one)."""
+    the pool is full again (every call finds a ready worker and no other one starting)."""
     args = {"code": code}
     if allowed is not None:
         args["allowedTools"] = allowed
@@ -296,7 +300,7 @@ def main() -> int:
     print()
     print("warm vs cold start, trivial execution (console.log(1) / print(1)), sequential calls:")
     print(f"  warm: default pools (TypeScript 2, Python 1); before each call a {WARM_PAUSE_S * 1000:.0f} ms pause, then a wait")
-    print("        until `health` reports a ready pooled worker, so the pool has refilled (waits not counted)")
+    print("        until `health` reports the pool full again, no worker still starting (waits not counted)")
     print("  cold: a server with CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT=0 and CODE_EXECUTOR_POOL_SIZE_PYTHON=0")
     print("  (p99 is the nearest-rank percentile: with few iterations it is the maximum)")
     print()

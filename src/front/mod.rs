@@ -330,6 +330,8 @@ impl ServerHandler for Front {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let received = Instant::now();
+        tracing::debug!(tool = %request.name, "front: call received");
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         // The call runs in its own task, so that when this future is dropped (an HTTP client
         // that disconnects) the execution still sees a cancellation, kills its worker and
@@ -377,6 +379,10 @@ impl ServerHandler for Front {
             Ok(result) => result,
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
         };
+        tracing::debug!(
+            us = received.elapsed().as_micros() as u64,
+            "front: call answered"
+        );
         Ok(result.into())
     }
 }

@@ -157,8 +157,14 @@ async fn refill(pool: std::sync::Weak<WorkerPool>) {
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             continue;
         }
+        let started = std::time::Instant::now();
         match p.start_one(true).await {
             Ok(worker) => {
+                tracing::debug!(
+                    language = p.language.as_str(),
+                    us = started.elapsed().as_micros() as u64,
+                    "pool: worker started and ready"
+                );
                 p.ready.lock().expect("pool lock").push_back(worker);
                 backoff = std::time::Duration::from_millis(100);
             }
