@@ -214,6 +214,35 @@ def test_last_expression_and_typescript(client: McpClient) -> None:
     assert ex.result is None, ex.describe()
 
 
+def test_plain_javascript_and_typescript_mean_the_same(client: McpClient) -> None:
+    """Plain JavaScript runs as a function, other code through the TypeScript module loader: the
+    two must agree on meaning, strictness and error locations."""
+    # JavaScript would read `f<number>(21)` as two comparisons (and fail on `number`).
+    ex = ok(client, "const f = (x) => x * 2;\nreturn f<number>(21);")
+    assert ex.result == 42, ex.describe()
+    for annotation in ("", ": number"):
+        # Top-level `this` is undefined and the code is strict (no implicit globals) either way.
+        ex = ok(client, f"const a{annotation} = 1;\nreturn [typeof this, a];")
+        assert ex.result == ["undefined", 1], ex.describe()
+        ex = run_ts(client, f"const a{annotation} = 1;\nundeclared = a;")
+        assert not ex.success and "ReferenceError" in ex.error, ex.describe()
+        # A runtime error points at the user's own line and column, with no runner frames.
+        ex = run_ts(client, f"const a{annotation} = 1;\nconsole.log(a);\n  null.x;")
+        assert not ex.success and "TypeError" in ex.error, ex.describe()
+        assert "user.ts:3:8" in ex.error, ex.describe()
+        assert "data:" not in ex.error and "runner" not in ex.error and "eval" not in ex.error, ex.describe()
+        # The same for an error thrown later, from a timer, and for `console.trace`.
+        ex = run_ts(client, f"const a{annotation} = 1;\nsetTimeout(() => {{ throw new Error('late'); }}, 0);\n"
+                            "await new Promise((r) => setTimeout(r, 20));")
+        assert not ex.success and "late" in ex.error and "user.ts:2:" in ex.error, ex.describe()
+        ex = ok(client, f"const a{annotation} = 1;\n\nconsole.trace('here');")
+        assert "user.ts:3:9" in ex.output, ex.describe()
+        # HTML-like comments (legacy script syntax) are read as the module loader reads them.
+        ex = ok(client, f"let a{annotation} = 1;\n<!-- a comment\nreturn a;")
+        assert ex.result == 1, ex.describe()
+    assert_alive(client)
+
+
 def test_cross_server_tools_and_filtering(client: McpClient) -> None:
     repo = str(client.e2e.git_repo)
     code = f"""

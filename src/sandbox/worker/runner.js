@@ -1151,8 +1151,8 @@ function buildTypeScriptVariants(code) {
 
 /**
  * Whether `code` may be run as plain JavaScript (see `compilePlainJs`): no `import` of any kind
- * (those need the module loader), no HTML-like comment (a comment in a script, a syntax error in
- * a module), and no `>` right before `(` or a template: TypeScript reads `f<T>(x)` as a call
+ * (those need the module loader), no HTML-like comment (legacy syntax, left to the module
+ * loader's reading of it), and no `>` right before `(` or a template: TypeScript reads `f<T>(x)` as a call
  * with a type argument, JavaScript as two comparisons. Anything else JavaScript accepts, the
  * TypeScript module path would run with the same meaning.
  */
