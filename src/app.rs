@@ -74,7 +74,7 @@ impl App {
         let worker = WorkerConfig {
             deno: runtimes.deno.clone(),
             pyodide_dir: runtimes.pyodide_dir.clone(),
-            python_snapshot: Default::default(),
+            prepared: Default::default(),
             heap_limit_mb: settings.heap_limit_mb,
             jail: JailPolicy {
                 max_data_bytes: settings.worker_memory_mb * 1024 * 1024,
@@ -82,15 +82,15 @@ impl App {
             },
             wrappers_dir: Some(settings.wrappers_dir.clone()),
         };
-        // A verified snapshot is used at once. When serving without one, it is made in the
-        // background; Python works meanwhile, only slower to start.
-        if let Some(path) = snapshot::verified(&settings.cache_dir) {
-            worker.python_snapshot.set(path);
+        // A verified snapshot (and seed) is used at once. When serving without one, it is made
+        // in the background; workers start meanwhile, only slower.
+        if let Some(prepared) = snapshot::verified(&settings.cache_dir) {
+            worker.prepared.set(prepared);
         } else if serving {
             let (worker, cache_dir) = (worker.clone(), settings.cache_dir.clone());
             tokio::spawn(async move {
                 match snapshot::ensure(&worker, &cache_dir).await {
-                    Ok(path) => worker.python_snapshot.set(path),
+                    Ok(prepared) => worker.prepared.set(prepared),
                     Err(e) => tracing::warn!("Python workers start without a snapshot: {e}"),
                 }
             });

@@ -222,10 +222,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             println!("deno:     {}", runtimes.deno.display());
             println!("pyodide:  {}", runtimes.pyodide_dir.display());
             let app = App::build(settings, false).await?;
-            let snapshot = snapshot::ensure(app.executor.worker_config(), &app.settings.cache_dir)
+            let prepared = snapshot::ensure(app.executor.worker_config(), &app.settings.cache_dir)
                 .await
                 .context("making the Pyodide memory snapshot")?;
-            println!("snapshot: {}", snapshot.display());
+            println!("snapshot: {}", prepared.snapshot.display());
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::jail::{self, JailPolicy};
 use super::proto::{self, HostRequest, Language, Stream, WorkerMessage};
+use super::snapshot::Prepared;
 
 /// The worker bootstrap, embedded in the binary and handed to Deno as a `data:` URL, so no file
 /// on disk is needed and none can be swapped.
@@ -42,32 +43,34 @@ pub trait HostCalls: Send + Sync + 'static {
 pub struct WorkerConfig {
     pub deno: PathBuf,
     pub pyodide_dir: PathBuf,
-    /// A verified Pyodide memory snapshot; Python workers start from it while it is set (it may
-    /// be made in the background after the server has started, and is dropped if a worker
-    /// finds it unusable).
-    pub python_snapshot: SnapshotSlot,
+    /// What the trusted preparation run made, verified: the Pyodide memory snapshot Python
+    /// workers start from and the seed of every worker's Deno cache. Workers use it while it is
+    /// set (it may be made in the background after the server has started, and is dropped if a
+    /// worker finds the snapshot unusable).
+    pub prepared: PreparedSlot,
     pub heap_limit_mb: u32,
     pub jail: JailPolicy,
     /// Typed wrapper modules sandboxed code may import (see [`stage_wrappers`]).
     pub wrappers_dir: Option<PathBuf>,
 }
 
-/// The snapshot Python workers currently start from, shared by every clone of a config.
+/// What workers currently start from, shared by every clone of a config.
 #[derive(Debug, Clone, Default)]
-pub struct SnapshotSlot(Arc<std::sync::RwLock<Option<PathBuf>>>);
+pub struct PreparedSlot(Arc<std::sync::RwLock<Option<Arc<Prepared>>>>);
 
-impl SnapshotSlot {
-    pub fn get(&self) -> Option<PathBuf> {
-        self.0.read().expect("snapshot slot lock").clone()
+impl PreparedSlot {
+    pub fn get(&self) -> Option<Arc<Prepared>> {
+        self.0.read().expect("prepared slot lock").clone()
     }
 
-    pub fn set(&self, path: PathBuf) {
-        *self.0.write().expect("snapshot slot lock") = Some(path);
+    pub fn set(&self, prepared: Prepared) {
+        *self.0.write().expect("prepared slot lock") = Some(Arc::new(prepared));
     }
 
-    /// Stops using the snapshot (Python then starts the slow way, but still starts).
+    /// Stops using the snapshot and its seed (Python then starts the slow way, but still
+    /// starts).
     pub fn discard(&self) {
-        *self.0.write().expect("snapshot slot lock") = None;
+        *self.0.write().expect("prepared slot lock") = None;
     }
 }
 
@@ -163,11 +166,17 @@ impl Worker {
         for dir in [&cwd, &cache] {
             std::fs::create_dir(dir).map_err(SpawnError::WorkDir)?;
         }
+        // Read once, so the seed, the permission and the argument all come from one snapshot.
+        let prepared = config.prepared.get();
+        if let Some(prepared) = &prepared {
+            prepared.seed.install(&cache).map_err(SpawnError::WorkDir)?;
+        }
         let mut cmd = tokio::process::Command::new(&config.deno);
         jail::confine(&mut cmd, config.jail);
         // The only variable a worker sees; user code cannot read it (no --allow-env).
         cmd.env("DENO_DIR", &cache);
-        let mut args = deno_args(config, language, warm_up);
+        let snapshot = prepared.as_ref().map(|p| p.snapshot.as_path());
+        let mut args = deno_args(config, language, warm_up, snapshot);
         if let Some(allow) = stage_wrappers(config, language, &cwd) {
             args.insert(1, allow);
         }
@@ -495,7 +504,12 @@ fn stage_wrappers(config: &WorkerConfig, language: Language, cwd: &Path) -> Opti
     any.then(|| format!("--allow-read={}", staged.display()))
 }
 
-fn deno_args(config: &WorkerConfig, language: Language, warm_up: bool) -> Vec<String> {
+fn deno_args(
+    config: &WorkerConfig,
+    language: Language,
+    warm_up: bool,
+    snapshot: Option<&Path>,
+) -> Vec<String> {
     // A pooled worker may idle for minutes before its one execution. V8 would meanwhile flush
     // the bytecode of the runner functions the warm-up compiled (and the TypeScript loader's),
     // and the execution would pay to compile them again: 2-4 ms of a 2 ms run.
@@ -528,8 +542,6 @@ fn deno_args(config: &WorkerConfig, language: Language, warm_up: bool) -> Vec<St
         "--no-code-cache".into(),
         format!("--v8-flags={v8_flags}"),
     ];
-    // Read once, so the permission and the argument always name the same file.
-    let snapshot = config.python_snapshot.get();
     if language == Language::Python {
         // The only permission any worker ever gets: reading the Pyodide distribution (and its
         // verified snapshot).

@@ -101,7 +101,7 @@ impl WorkerPool {
         match start().await {
             Err(SpawnError::SnapshotUnusable(reason)) => {
                 tracing::error!("discarding the Pyodide snapshot: {reason}");
-                self.config.python_snapshot.discard();
+                self.config.prepared.discard();
                 start().await
             }
             other => other,

@@ -2,7 +2,8 @@
 //! jailed run of the worker runner in `snapshot` mode (no user code, write access to the one
 //! output file only), stored in the cache directory with its SHA-256 beside it, and verified
 //! before any worker is told to load it. A cold Python worker then starts from the snapshot in
-//! a fraction of the time a full Pyodide start takes.
+//! a fraction of the time a full Pyodide start takes. The same run leaves the seed of every
+//! worker's Deno cache ([`CacheSeed`]), saved and verified with it.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -12,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::host::{WorkerConfig, runner_url};
 use super::jail;
+use super::seed::CacheSeed;
 use crate::runtime::{DENO, PYODIDE};
 
 /// How long making a snapshot may take (a full Pyodide start plus stdlib imports).
@@ -45,22 +47,40 @@ fn digest_path(snapshot: &Path) -> PathBuf {
     snapshot.with_extension("snapshot.sha256")
 }
 
+fn seed_path(snapshot: &Path) -> PathBuf {
+    snapshot.with_extension("deno-cache")
+}
+
+/// What the trusted run made, verified.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Prepared {
+    /// The Pyodide memory snapshot Python workers start from.
+    pub snapshot: PathBuf,
+    /// What every new worker's Deno cache starts with.
+    pub seed: CacheSeed,
+}
+
 fn sha256_of(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Some(hex::encode(Sha256::digest(bytes)))
 }
 
-/// The snapshot if it exists and matches its recorded SHA-256.
-pub fn verified(cache_dir: &Path) -> Option<PathBuf> {
+/// The snapshot and the cache seed, if both exist and match their recorded SHA-256 sums.
+pub fn verified(cache_dir: &Path) -> Option<Prepared> {
     let snapshot = path(cache_dir);
     let recorded = std::fs::read_to_string(digest_path(&snapshot)).ok()?;
-    (sha256_of(&snapshot)? == recorded.trim()).then_some(snapshot)
+    if sha256_of(&snapshot)? != recorded.trim() {
+        return None;
+    }
+    let seed = CacheSeed::load_verified(&seed_path(&snapshot))?;
+    Some(Prepared { snapshot, seed })
 }
 
-/// Returns a verified snapshot, making one first if there is none (or it fails verification).
-pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<PathBuf, SnapshotError> {
-    if let Some(snapshot) = verified(cache_dir) {
-        return Ok(snapshot);
+/// Returns the verified snapshot and seed, making them first if they are missing (or fail
+/// verification).
+pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared, SnapshotError> {
+    if let Some(prepared) = verified(cache_dir) {
+        return Ok(prepared);
     }
     let io = |path: &Path| {
         let path = path.to_path_buf();
@@ -120,10 +140,27 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<PathBuf, 
     }
     let digest =
         sha256_of(&out).ok_or_else(|| SnapshotError::Make("no snapshot written".into()))?;
+    let seed = CacheSeed::collect(&deno_dir).map_err(io(&deno_dir))?;
+    if seed.is_empty() {
+        tracing::warn!(
+            "the snapshot run left no Deno analysis cache: workers start without a seed"
+        );
+    }
+    // The seed first, then the snapshot, its digest last: `verified` wants all three.
+    let seed_dir = seed_path(&target);
+    let staged_seed = staging.path().join("seed");
+    seed.save(&staged_seed).map_err(io(&staged_seed))?;
+    if seed_dir.exists() {
+        std::fs::remove_dir_all(&seed_dir).map_err(io(&seed_dir))?;
+    }
+    std::fs::rename(&staged_seed, &seed_dir).map_err(io(&seed_dir))?;
     std::fs::rename(&out, &target).map_err(io(&target))?;
     std::fs::write(digest_path(&target), &digest).map_err(io(&target))?;
     tracing::info!(path = %target.display(), "Pyodide snapshot ready");
-    Ok(target)
+    Ok(Prepared {
+        snapshot: target,
+        seed,
+    })
 }
 
 #[cfg(test)]
@@ -131,14 +168,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tampered_or_unrecorded_snapshot_is_not_used() {
+    fn a_tampered_unrecorded_or_seedless_snapshot_is_not_used() {
         let cache = tempfile::tempdir().unwrap();
         let snapshot = path(cache.path());
         std::fs::write(&snapshot, b"pyodide heap").unwrap();
         assert_eq!(verified(cache.path()), None, "no recorded digest");
         let digest = hex::encode(Sha256::digest(b"pyodide heap"));
         std::fs::write(digest_path(&snapshot), &digest).unwrap();
-        assert_eq!(verified(cache.path()), Some(snapshot.clone()));
+        assert_eq!(verified(cache.path()), None, "no cache seed");
+        CacheSeed::default().save(&seed_path(&snapshot)).unwrap();
+        let prepared = Prepared {
+            snapshot: snapshot.clone(),
+            seed: CacheSeed::default(),
+        };
+        assert_eq!(verified(cache.path()), Some(prepared));
         std::fs::write(&snapshot, b"pyodide heap, altered").unwrap();
         assert_eq!(verified(cache.path()), None, "content no longer matches");
     }

@@ -1,0 +1,139 @@
+//! The seed of every worker's Deno cache: the module-analysis databases a trusted run of the
+//! runner leaves in its `DENO_DIR` (see [`super::snapshot`]), saved beside the Pyodide snapshot
+//! with their SHA-256 sums, verified and held in memory by the server, and copied into each new
+//! worker's private `DENO_DIR`. With them Deno does not parse the runner and Pyodide's 1.3 MB of
+//! JavaScript again in every worker (about 90 ms of a cold Python start). Each worker gets its
+//! own copy, written before it starts: nothing flows from one worker to another.
+
+use std::io;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// The list of files and their sums, inside a saved seed directory.
+const SUMS: &str = "SHA256SUMS";
+
+/// Deno's module-analysis caches (SQLite databases with their write-ahead logs). The shared
+/// memory index (`-shm`) is rebuilt from the log by whoever opens a database next.
+fn is_seed_file(name: &str) -> bool {
+    (name.starts_with("dep_analysis_cache") || name.starts_with("node_analysis_cache"))
+        && !name.ends_with("-shm")
+}
+
+/// Cache files to put into a new worker's `DENO_DIR`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct CacheSeed {
+    files: Vec<(String, Vec<u8>)>,
+}
+
+impl CacheSeed {
+    /// The analysis caches a finished trusted run left in `deno_dir`.
+    pub fn collect(deno_dir: &Path) -> io::Result<CacheSeed> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(deno_dir)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if is_seed_file(&name) && entry.file_type()?.is_file() {
+                files.push((name, std::fs::read(entry.path())?));
+            }
+        }
+        files.sort();
+        Ok(CacheSeed { files })
+    }
+
+    /// Writes the files and their sums into `dir` (which must not exist yet).
+    pub fn save(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir(dir)?;
+        let mut sums = String::new();
+        for (name, bytes) in &self.files {
+            std::fs::write(dir.join(name), bytes)?;
+            sums.push_str(&format!("{}  {name}\n", hex::encode(Sha256::digest(bytes))));
+        }
+        std::fs::write(dir.join(SUMS), sums)
+    }
+
+    /// The seed saved in `dir`, if every file its sums name is there, unaltered, and has a
+    /// plausible name. Anything else in the directory is ignored.
+    pub fn load_verified(dir: &Path) -> Option<CacheSeed> {
+        let sums = std::fs::read_to_string(dir.join(SUMS)).ok()?;
+        let mut files = Vec::new();
+        for line in sums.lines() {
+            let (digest, name) = line.split_once("  ")?;
+            if !is_seed_file(name) || name.contains('/') {
+                return None;
+            }
+            let bytes = std::fs::read(dir.join(name)).ok()?;
+            if hex::encode(Sha256::digest(&bytes)) != digest {
+                return None;
+            }
+            files.push((name.to_string(), bytes));
+        }
+        Some(CacheSeed { files })
+    }
+
+    /// Copies the files into a new worker's (still empty) `DENO_DIR`.
+    pub fn install(&self, deno_dir: &Path) -> io::Result<()> {
+        for (name, bytes) in &self.files {
+            std::fs::write(deno_dir.join(name), bytes)?;
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_round_trips_and_an_altered_one_is_refused() {
+        let run = tempfile::tempdir().unwrap();
+        std::fs::write(run.path().join("dep_analysis_cache_v2"), b"db").unwrap();
+        std::fs::write(run.path().join("dep_analysis_cache_v2-wal"), b"log").unwrap();
+        std::fs::write(run.path().join("dep_analysis_cache_v2-shm"), b"index").unwrap();
+        std::fs::write(run.path().join("v8_code_cache_v2"), b"code").unwrap();
+        std::fs::create_dir(run.path().join("gen")).unwrap();
+        let seed = CacheSeed::collect(run.path()).unwrap();
+        let names: Vec<&str> = seed.files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            ["dep_analysis_cache_v2", "dep_analysis_cache_v2-wal"]
+        );
+
+        let cache = tempfile::tempdir().unwrap();
+        let saved = cache.path().join("seed");
+        seed.save(&saved).unwrap();
+        assert_eq!(CacheSeed::load_verified(&saved), Some(seed));
+
+        let worker = tempfile::tempdir().unwrap();
+        CacheSeed::load_verified(&saved)
+            .unwrap()
+            .install(worker.path())
+            .unwrap();
+        assert_eq!(
+            std::fs::read(worker.path().join("dep_analysis_cache_v2-wal")).unwrap(),
+            b"log"
+        );
+
+        std::fs::write(saved.join("dep_analysis_cache_v2"), b"db, altered").unwrap();
+        assert_eq!(CacheSeed::load_verified(&saved), None);
+    }
+
+    #[test]
+    fn sums_naming_other_files_are_refused() {
+        let cache = tempfile::tempdir().unwrap();
+        std::fs::write(cache.path().join("v8_code_cache_v2"), b"code").unwrap();
+        let digest = hex::encode(Sha256::digest(b"code"));
+        std::fs::write(
+            cache.path().join(SUMS),
+            format!("{digest}  v8_code_cache_v2\n"),
+        )
+        .unwrap();
+        assert_eq!(CacheSeed::load_verified(cache.path()), None);
+    }
+}
