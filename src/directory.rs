@@ -100,20 +100,11 @@ pub struct ToolSchema {
     pub signature: String,
 }
 
-/// Searches the tools of every server (or of one), connecting them concurrently.
+/// Searches the tools of every server (or of one), connecting them concurrently, with the given
+/// level of detail for each match. Servers not connected yet are connected (concurrently) and
+/// listed in [`SearchResult::connected`], so a query naming a configured server that has not
+/// been used yet still finds its tools, and says it connected it.
 pub async fn search(
-    pool: &UpstreamPool,
-    query: &str,
-    server: Option<&str>,
-    limit: usize,
-) -> Result<SearchResult, UpstreamError> {
-    search_detailed(pool, query, server, limit, Detail::Summary).await
-}
-
-/// [`search`] with the level of detail of each match. Servers not connected yet are connected
-/// (concurrently) and listed in [`SearchResult::connected`], so a query naming a configured
-/// server that has not been used yet still finds its tools, and says it connected it.
-pub async fn search_detailed(
     pool: &UpstreamPool,
     query: &str,
     server: Option<&str>,

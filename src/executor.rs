@@ -581,9 +581,10 @@ impl HostCalls for Bridge {
                     query,
                     server,
                     limit,
+                    detail,
                 } => {
                     let limit = limit.unwrap_or(10).clamp(1, 100);
-                    directory::search(&this.upstream, &query, server.as_deref(), limit)
+                    directory::search(&this.upstream, &query, server.as_deref(), limit, detail)
                         .await
                         .map_err(|e| e.to_string())
                         .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()))

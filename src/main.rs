@@ -411,8 +411,7 @@ async fn search(
 ) -> Result<ExitCode> {
     let app = App::build(settings, false).await?;
     let pool = app.executor.upstream();
-    let found =
-        directory::search_detailed(pool, query, server, limit.clamp(1, 100), detail).await?;
+    let found = directory::search(pool, query, server, limit.clamp(1, 100), detail).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {

@@ -164,7 +164,7 @@ impl Front {
             tools::SEARCH_TOOLS => {
                 let a: SearchArgs = parse(name, args)?;
                 let limit = a.limit.unwrap_or(10).clamp(1, 100);
-                let found = directory::search_detailed(
+                let found = directory::search(
                     self.executor.upstream(),
                     &a.query,
                     a.server.as_deref(),

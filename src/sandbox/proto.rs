@@ -3,6 +3,7 @@
 //! Pure data and parsing: no I/O. Everything a worker sends is untrusted; parsing is strict
 //! (unknown message types, a wrong version or malformed fields are protocol violations).
 
+use crate::directory::Detail;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -79,6 +80,7 @@ pub enum HostRequest {
         query: String,
         server: Option<String>,
         limit: Option<usize>,
+        detail: Detail,
     },
     GetToolSchema {
         name: String,
@@ -164,6 +166,8 @@ struct SearchParams {
     server: Option<String>,
     #[serde(default)]
     limit: Option<usize>,
+    #[serde(default)]
+    detail: Detail,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +249,7 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
                 query: p.query,
                 server: p.server,
                 limit: p.limit,
+                detail: p.detail,
             })
         }
         "getToolSchema" => {

@@ -46,3 +46,24 @@ def test_unknown_detail_is_refused(fresh) -> None:
     raw = fresh.call("searchTools", {"query": "time", "detail": "everything"})
     assert raw.is_error
     assert "detail" in raw.content[0].text or "variant" in raw.content[0].text, raw.content[0].text
+
+
+def test_sandbox_search_takes_the_same_detail_levels(fresh) -> None:
+    from harness import ok, ok_py, run_ts
+
+    code = """
+const q = "convert time between timezones";
+const [name, summary, full] = await Promise.all(
+  ["name", "summary", "full"].map((detail) => searchTools(q, { limit: 1, detail })),
+);
+return { name: name.matches[0], summary: summary.matches[0], full: full.matches[0], plain: (await searchTools(q, { limit: 1 })).matches[0] };
+"""
+    r = ok(fresh, code).result
+    assert r["name"] == {"name": "mcp__time__convert_time", "server": "time", "tool": "convert_time"}, r
+    assert r["summary"]["description"] == "Convert time between timezones" and "signature" not in r["summary"], r
+    assert r["plain"] == r["summary"], r
+    assert r["full"]["signature"].startswith("function convert_time(args: {"), r
+    ex = run_ts(fresh, 'await searchTools("time", { detail: "everything" });')
+    assert not ex.success and 'options.detail must be "name", "summary" or "full"' in ex.error, ex.describe()
+    py = ok_py(fresh, 'r = await search_tools("convert time between timezones", limit=1, detail="full")\nr["matches"][0]')
+    assert py.result == r["full"], py.describe()

@@ -616,7 +616,9 @@ function callMCPToolRaw(first, second, third) {
     : callMCPTool(first, second, { raw: true });
 }
 
-/** `searchTools(query, { server?, limit? }?)` */
+const SEARCH_DETAILS = ["name", "summary", "full"];
+
+/** `searchTools(query, { server?, limit?, detail? }?)` */
 function searchTools(query, options) {
   try {
     if (typeof query !== "string") throw new TypeError("searchTools: query must be a string");
@@ -632,6 +634,12 @@ function searchTools(query, options) {
         throw new TypeError("searchTools: options.limit must be a non-negative integer");
       }
       params.limit = opts.limit;
+    }
+    if (opts.detail !== undefined && opts.detail !== null) {
+      if (!SEARCH_DETAILS.includes(opts.detail)) {
+        throw new TypeError('searchTools: options.detail must be "name", "summary" or "full"');
+      }
+      params.detail = opts.detail;
     }
     return hostCall("searchTools", params, searchTools);
   } catch (e) {
@@ -1572,8 +1580,8 @@ async def call_mcp_tool(name, tool=None, args=None, *, raw=False):
         p["raw"] = True
     return await _call("callTool", p)
 
-async def search_tools(query, server=None, limit=None):
-    "Tools matching a query: [{name, server, description}...]."
+async def search_tools(query, server=None, limit=None, detail=None):
+    "Tools matching a query: [{name, server, description}...]; detail: 'name', 'summary' or 'full'."
     if not isinstance(query, str):
         raise TypeError("search_tools: query must be a string")
     p = {"query": query}
@@ -1583,6 +1591,10 @@ async def search_tools(query, server=None, limit=None):
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise TypeError("search_tools: limit must be a non-negative integer")
         p["limit"] = limit
+    if detail is not None:
+        if detail not in ("name", "summary", "full"):
+            raise TypeError("search_tools: detail must be 'name', 'summary' or 'full'")
+        p["detail"] = detail
     return await _call("searchTools", p)
 
 async def get_tool_schema(name):
