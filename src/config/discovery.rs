@@ -2,10 +2,11 @@
 //!
 //! This module owns finding, reading and merging the MCP client config files
 //! that exist on the machine (Claude Desktop, Claude Code, Cursor, VS Code,
-//! plus an explicit `MCP_CONFIG_PATH`), interpreting each the way its client
-//! does, and turning every entry into a launchable [`ServerSpec`] or a
-//! reason why it is disabled or invalid. It does not launch anything.
-//! Variable expansion lives in [`super::expand`].
+//! Codex, Gemini CLI, plus an explicit `MCP_CONFIG_PATH`), interpreting each
+//! the way its client does, and turning every entry into a launchable
+//! [`ServerSpec`] or a reason why it is disabled or invalid. It does not
+//! launch anything. Variable expansion lives in [`super::expand`], the Codex
+//! and Gemini CLI spellings in [`super::dialects`].
 //!
 //! Everything it looks at comes from [`DiscoveryInputs`]: it never reads the
 //! process environment or the real home directory by itself.
@@ -16,12 +17,22 @@
 //! |---|------|-----|----------------|
 //! | 1 | `~/.config/Claude/claude_desktop_config.json`, `~/Library/Application Support/Claude/claude_desktop_config.json` | `mcpServers` | `ClaudeDesktop` |
 //! | 2 | `~/.cursor/mcp.json` | `mcpServers` | `CursorGlobal` |
-//! | 3 | `~/.claude.json` | `mcpServers` | `ClaudeCodeUser` |
-//! | 4 | `~/.claude.json` | `projects[<project dir>].mcpServers` | `ClaudeCodeLocal` |
-//! | 5 | `<project>/.vscode/mcp.json` | `servers` | `VsCode` |
-//! | 6 | `<project>/.cursor/mcp.json` | `mcpServers` | `CursorProject` |
-//! | 7 | `<project>/.mcp.json` | `mcpServers` | `ClaudeCodeProject` |
-//! | 8 | `MCP_CONFIG_PATH` | `servers`, then `mcpServers` | `Explicit` |
+//! | 3 | `~/.codex/config.toml` (TOML) | `[mcp_servers.<name>]` | `CodexUser` |
+//! | 4 | `~/.gemini/settings.json` | `mcpServers` | `GeminiUser` |
+//! | 5 | `~/.claude.json` | `mcpServers` | `ClaudeCodeUser` |
+//! | 6 | `~/.claude.json` | `projects[<project dir>].mcpServers` | `ClaudeCodeLocal` |
+//! | 7 | `<project>/.vscode/mcp.json` | `servers` | `VsCode` |
+//! | 8 | `<project>/.cursor/mcp.json` | `mcpServers` | `CursorProject` |
+//! | 9 | `<project>/.codex/config.toml` (TOML) | `[mcp_servers.<name>]` | `CodexProject` |
+//! | 10 | `<project>/.gemini/settings.json` | `mcpServers` | `GeminiProject` |
+//! | 11 | `<project>/.mcp.json` | `mcpServers` | `ClaudeCodeProject` |
+//! | 12 | `MCP_CONFIG_PATH` | `servers`, then `mcpServers` | `Explicit` |
+//!
+//! Codex and Gemini CLI definitions are first rewritten into the standard form
+//! ([`super::dialects`]): Codex's `url` is streamable HTTP and its headers come
+//! from `http_headers`, `env_http_headers` and `bearer_token_env_var`; Gemini
+//! CLI's `httpUrl` is streamable HTTP, its `url` is SSE (not supported), and
+//! its `$VAR` is `${VAR}`.
 //!
 //! A definition replaces every earlier definition **of the same name**,
 //! whatever state either is in: a project entry that is disabled or invalid
@@ -38,7 +49,10 @@
 //! `disabledMcpjsonServers` in that project entry or in
 //! `~/.claude/settings.json`, `<project>/.claude/settings.json` or
 //! `<project>/.claude/settings.local.json` (servers the user rejected in
-//! Claude Code). Claude Code's approval lists (`enabledMcpjsonServers`,
+//! Claude Code). A Gemini CLI server is also disabled by its name in that
+//! file's `mcp.excluded` (or `excludeMCPServers`), or by its name missing
+//! from that file's `mcp.allowed` (or `allowMCPServers`) when there is one.
+//! Claude Code's approval lists (`enabledMcpjsonServers`,
 //! `enableAllProjectMcpServers`) are not consulted: an unapproved `.mcp.json`
 //! server is used.
 //!
@@ -87,6 +101,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::dialects::{self, Dialect};
 use super::expand::{self, Vars};
 
 /// Where to look. Passed in explicitly so that tests never touch the real
@@ -115,6 +130,10 @@ pub enum SourceKind {
     ClaudeDesktop,
     /// Cursor's global `~/.cursor/mcp.json`.
     CursorGlobal,
+    /// Codex's user config `~/.codex/config.toml`.
+    CodexUser,
+    /// Gemini CLI's user settings `~/.gemini/settings.json`.
+    GeminiUser,
     /// Claude Code's user scope: top-level `mcpServers` in `~/.claude.json`.
     ClaudeCodeUser,
     /// Claude Code's local scope: `projects[<dir>].mcpServers` in `~/.claude.json`.
@@ -123,6 +142,10 @@ pub enum SourceKind {
     VsCode,
     /// Cursor's project `.cursor/mcp.json`.
     CursorProject,
+    /// Codex's project config `.codex/config.toml`.
+    CodexProject,
+    /// Gemini CLI's project settings `.gemini/settings.json`.
+    GeminiProject,
     /// Claude Code's project scope: `.mcp.json` in the project root.
     ClaudeCodeProject,
     /// The file named by `MCP_CONFIG_PATH`.
@@ -135,10 +158,14 @@ impl SourceKind {
         match self {
             SourceKind::ClaudeDesktop => "Claude Desktop",
             SourceKind::CursorGlobal => "Cursor (global)",
+            SourceKind::CodexUser => "Codex (user)",
+            SourceKind::GeminiUser => "Gemini CLI (user)",
             SourceKind::ClaudeCodeUser => "Claude Code (user scope)",
             SourceKind::ClaudeCodeLocal => "Claude Code (local scope)",
             SourceKind::VsCode => "VS Code (workspace)",
             SourceKind::CursorProject => "Cursor (project)",
+            SourceKind::CodexProject => "Codex (project)",
+            SourceKind::GeminiProject => "Gemini CLI (project)",
             SourceKind::ClaudeCodeProject => "Claude Code (project scope)",
             SourceKind::Explicit => "MCP_CONFIG_PATH",
         }
@@ -291,7 +318,8 @@ pub enum DiscoveryError {
         #[source]
         source: io::Error,
     },
-    /// The file is not valid JSON (comments and trailing commas allowed).
+    /// The file is not valid JSON (comments and trailing commas allowed), or for Codex not
+    /// valid TOML.
     #[error("cannot parse MCP config file {} at line {line}, column {column}: {message}", .path.display())]
     Parse {
         path: PathBuf,
@@ -335,9 +363,19 @@ pub fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryError> {
         run.file_source(SourceKind::ClaudeDesktop, &path)?;
     }
     run.file_source(SourceKind::CursorGlobal, &home.join(".cursor/mcp.json"))?;
+    run.dialect_source(SourceKind::CodexUser, &home.join(".codex/config.toml"));
+    run.dialect_source(SourceKind::GeminiUser, &home.join(".gemini/settings.json"));
     run.claude_json(&home.join(".claude.json"));
     run.file_source(SourceKind::VsCode, &project.join(".vscode/mcp.json"))?;
     run.file_source(SourceKind::CursorProject, &project.join(".cursor/mcp.json"))?;
+    run.dialect_source(
+        SourceKind::CodexProject,
+        &project.join(".codex/config.toml"),
+    );
+    run.dialect_source(
+        SourceKind::GeminiProject,
+        &project.join(".gemini/settings.json"),
+    );
     run.file_source(SourceKind::ClaudeCodeProject, &project.join(".mcp.json"))?;
     for path in [
         home.join(".claude/settings.json"),
@@ -604,13 +642,67 @@ impl<'a> Run<'a> {
     fn add_entries(&mut self, map: &Map<String, Value>, source: &ConfigSource) {
         for (name, value) in map {
             let state = evaluate(name, value, source, &self.ctx, &mut self.warnings);
-            self.candidates
-                .entry(name.clone())
-                .or_default()
-                .push(Candidate {
-                    source: source.clone(),
-                    state,
-                });
+            self.add_candidate(name, source, state);
+        }
+    }
+
+    fn add_candidate(&mut self, name: &str, source: &ConfigSource, state: State) {
+        self.candidates
+            .entry(name.to_owned())
+            .or_default()
+            .push(Candidate {
+                source: source.clone(),
+                state,
+            });
+    }
+
+    /// A Codex (TOML) or Gemini CLI file: its servers rewritten into the standard form, and
+    /// for Gemini CLI its own lists of excluded and allowed servers, which apply to its servers
+    /// only.
+    fn dialect_source(&mut self, kind: SourceKind, path: &Path) {
+        let Ok(Some(root)) = self.load(path, false) else {
+            return;
+        };
+        let dialect = Dialect::of_file(path);
+        let key = match dialect {
+            Dialect::Codex => "mcp_servers",
+            Dialect::Gemini | Dialect::Standard => "mcpServers",
+        };
+        let Ok(Some(map)) = self.section(&root, key, path, false) else {
+            return;
+        };
+        let source = ConfigSource {
+            kind,
+            path: path.to_owned(),
+        };
+        let listed = |pointer: &str, legacy: &str| -> Option<Vec<String>> {
+            let list = root.pointer(pointer).or_else(|| root.get(legacy))?;
+            Some(
+                list.as_array()?
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect(),
+            )
+        };
+        let (excluded, allowed) = match dialect {
+            Dialect::Gemini => (
+                listed("/mcp/excluded", "excludeMCPServers").unwrap_or_default(),
+                listed("/mcp/allowed", "allowMCPServers"),
+            ),
+            Dialect::Codex | Dialect::Standard => (Vec::new(), None),
+        };
+        for (name, value) in map {
+            let state = if excluded.contains(name) {
+                State::Disabled(format!("listed in \"mcp.excluded\" in {}", path.display()))
+            } else if allowed.as_ref().is_some_and(|a| !a.contains(name)) {
+                State::Disabled(format!("not in \"mcp.allowed\" in {}", path.display()))
+            } else if let Some(definition) = value.as_object() {
+                let standard = Value::Object(dialects::standard_form(dialect, definition));
+                evaluate(name, &standard, &source, &self.ctx, &mut self.warnings)
+            } else {
+                evaluate(name, value, &source, &self.ctx, &mut self.warnings)
+            };
+            self.add_candidate(name, &source, state);
         }
     }
 
@@ -712,6 +804,18 @@ fn read_config(path: &Path) -> Result<Option<Value>, DiscoveryError> {
         source: io::Error::new(io::ErrorKind::InvalidData, "the file is not valid UTF-8"),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if Dialect::of_file(path) == Dialect::Codex {
+        return toml::from_str::<Value>(text).map(Some).map_err(|e| {
+            let at = e.span().map_or(0, |span| span.start);
+            let before = &text[..at.min(text.len())];
+            DiscoveryError::Parse {
+                path: path.to_owned(),
+                line: before.matches('\n').count() + 1,
+                column: before.rsplit('\n').next().unwrap_or("").chars().count() + 1,
+                message: e.message().to_owned(),
+            }
+        });
+    }
     let options = jsonc_options();
     let root: Value =
         jsonc_parser::parse_to_serde_value(text, &options).map_err(|e| DiscoveryError::Parse {
@@ -1282,6 +1386,169 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect()
+    }
+
+    #[test]
+    fn codex_toml_user_and_project() {
+        let fx = Fixture::new();
+        let user = fx.home_file(
+            ".codex/config.toml",
+            r#"model = "gpt-5-codex"
+approval_policy = "on-request"
+
+[mcp_servers.time]
+command = "uvx"
+args = ["mcp-server-time", "--local-timezone", "UTC"]
+env = { TZ_DATA = "${HOME}/tz" }
+startup_timeout_sec = 20
+
+[mcp_servers.figma]
+url = "https://mcp.figma.example/mcp"
+bearer_token_env_var = "GITHUB_TOKEN"
+http_headers = { "X-Team" = "core" }
+
+[mcp_servers.old]
+command = "old-server"
+enabled = false
+
+[mcp_servers.me]
+command = "/usr/local/bin/code-executor"
+args = ["serve"]
+"#,
+        );
+        fx.project_file(
+            ".codex/config.toml",
+            "[mcp_servers.time]\ncommand = \"project-time\"\n",
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), ["figma", "time"]);
+        let time = server(&d, "time");
+        assert_eq!(
+            time.source.kind,
+            SourceKind::CodexProject,
+            "the project file wins"
+        );
+        assert_eq!(time.transport, stdio("project-time", &[]));
+        assert!(
+            d.overridden
+                .iter()
+                .any(|o| o.name == "time" && o.source.kind == SourceKind::CodexUser)
+        );
+        let figma = server(&d, "figma");
+        assert_eq!(
+            figma.source,
+            ConfigSource {
+                kind: SourceKind::CodexUser,
+                path: user
+            }
+        );
+        assert_eq!(
+            figma.transport,
+            Transport::Http {
+                url: "https://mcp.figma.example/mcp".into(),
+                headers: map(&[("Authorization", "Bearer ghp_test123"), ("X-Team", "core")]),
+            }
+        );
+        assert_eq!(disabled(&d, "old").reason, "\"enabled\": false");
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains("\"me\"") && w.contains("launches this server"))
+        );
+    }
+
+    #[test]
+    fn codex_user_servers_with_their_variables() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".codex/config.toml",
+            "[mcp_servers.time]\ncommand = \"uvx\"\nargs = [\"mcp-server-time\"]\nenv = { DATA = \"${HOME}/tz\" }\n",
+        );
+        let d = fx.discover();
+        let Transport::Stdio { env, .. } = &server(&d, "time").transport else {
+            panic!("not stdio");
+        };
+        assert_eq!(env, &map(&[("DATA", &format!("{}/tz", fx.home.display()))]));
+    }
+
+    #[test]
+    fn broken_codex_toml_is_skipped_with_its_line() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".codex/config.toml",
+            "model = \"x\"\n\n[mcp_servers.a\ncommand = \"a\"\n",
+        );
+        fx.home_file(
+            ".cursor/mcp.json",
+            r#"{"mcpServers": {"b": {"command": "b"}}}"#,
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), ["b"]);
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains(".codex/config.toml") && w.contains("line 3")),
+            "{:?}",
+            d.warnings
+        );
+    }
+
+    #[test]
+    fn gemini_settings_dialect_and_lists() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".gemini/settings.json",
+            r#"{
+  "theme": "GitHub",
+  "mcp": { "excluded": ["noisy"] },
+  "mcpServers": {
+    "api": { "httpUrl": "https://api.example/mcp", "headers": { "Authorization": "Bearer $GITHUB_TOKEN" }, "timeout": 30000, "trust": true },
+    "events": { "url": "http://localhost:8080/sse" },
+    "local": { "command": "$HOME/bin/local-server", "args": ["--verbose"] },
+    "noisy": { "command": "noisy-server" }
+  }
+}"#,
+        );
+        fx.project_file(
+            ".gemini/settings.json",
+            r#"{ "mcp": { "allowed": ["kept"] }, "mcpServers": { "kept": { "command": "kept" }, "dropped": { "command": "dropped" } } }"#,
+        );
+        fx.project_file(
+            ".mcp.json",
+            r#"{"mcpServers": {"noisy": {"command": "noisy-from-claude"}}}"#,
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), ["api", "kept", "local", "noisy"]);
+        assert_eq!(
+            server(&d, "api").transport,
+            Transport::Http {
+                url: "https://api.example/mcp".into(),
+                headers: map(&[("Authorization", "Bearer ghp_test123")]),
+            }
+        );
+        assert_eq!(
+            server(&d, "local").transport,
+            stdio(
+                &format!("{}/bin/local-server", fx.home.display()),
+                &["--verbose"]
+            )
+        );
+        assert!(
+            invalid(&d, "events").error.contains("SSE"),
+            "{:?}",
+            invalid(&d, "events")
+        );
+        assert!(
+            disabled(&d, "dropped")
+                .reason
+                .contains("not in \"mcp.allowed\"")
+        );
+        assert_eq!(server(&d, "kept").source.kind, SourceKind::GeminiProject);
+        // Gemini CLI's exclusions are its own: Claude Code's `noisy` is used.
+        assert_eq!(
+            server(&d, "noisy").transport,
+            stdio("noisy-from-claude", &[])
+        );
     }
 
     #[test]

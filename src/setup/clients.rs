@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::edit::{self, EditError, TomlDoc};
+use crate::config::dialects::{self, Dialect};
 
 /// A client `setup` can register this server with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
@@ -378,12 +379,13 @@ pub fn listed_off(places: &Places, client: Client) -> Vec<String> {
     out
 }
 
-/// A definition rewritten for the server's own servers file: the switch-off fields dropped, a
-/// relative `cwd` made absolute against the file it came from, and the client's own spellings
-/// (Codex's `http_headers`/`bearer_token_env_var`, Gemini's `httpUrl`) turned into the
-/// standard `type`/`url`/`headers`.
+/// A definition rewritten for the server's own servers file: in the standard form (see
+/// [`dialects`]: Codex's `http_headers`/`bearer_token_env_var`, Gemini's `httpUrl`/`$VAR`), the
+/// switch-off fields and Codex's timeouts and tool filters dropped, and a relative `cwd` made
+/// absolute against the file it came from.
 pub fn portable(entry: &Entry) -> Value {
-    let mut def: Map<String, Value> = entry.definition.as_object().cloned().unwrap_or_default();
+    let definition = entry.definition.as_object().cloned().unwrap_or_default();
+    let mut def = dialects::standard_form(Dialect::of_file(&entry.file.path), &definition);
     for key in [
         "disabled",
         "enabled",
@@ -393,32 +395,6 @@ pub fn portable(entry: &Entry) -> Value {
         "disabled_tools",
     ] {
         def.remove(key);
-    }
-    if let Some(url) = def.remove("httpUrl") {
-        def.insert("type".into(), "http".into());
-        def.insert("url".into(), url);
-    }
-    if let Some(headers) = def.remove("http_headers") {
-        def.insert("headers".into(), headers);
-    }
-    if let Some(Value::String(var)) = def.remove("bearer_token_env_var") {
-        let headers = def
-            .entry("headers")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(h) = headers {
-            h.insert("Authorization".into(), format!("Bearer ${{{var}}}").into());
-        }
-    }
-    if entry.file.path.ends_with(".gemini/settings.json") {
-        // Gemini CLI also expands `$VAR`; discovery expands `${VAR}` only.
-        for key in ["command", "args", "env", "headers", "url", "cwd"] {
-            if let Some(v) = def.get_mut(key) {
-                braces_for_dollar_vars(v);
-            }
-        }
-    }
-    if entry.file.layout == Layout::Toml && def.contains_key("url") && !def.contains_key("type") {
-        def.insert("type".into(), "http".into());
     }
     if let Some(Value::String(cwd)) = def.get("cwd")
         && !cwd.is_empty()
@@ -430,39 +406,6 @@ pub fn portable(entry: &Entry) -> Value {
         def.insert("cwd".into(), abs.into());
     }
     Value::Object(def)
-}
-
-/// `$NAME` → `${NAME}` in every string of `value` (`${...}` and a lone `$` stay as they are).
-fn braces_for_dollar_vars(value: &mut Value) {
-    match value {
-        Value::String(s) => {
-            let mut out = String::with_capacity(s.len());
-            let mut chars = s.chars().peekable();
-            while let Some(c) = chars.next() {
-                let starts_name = chars
-                    .peek()
-                    .is_some_and(|n| n.is_ascii_alphabetic() || *n == '_');
-                if c == '$' && starts_name {
-                    out.push_str("${");
-                    while let Some(&n) = chars.peek() {
-                        if n.is_ascii_alphanumeric() || n == '_' {
-                            out.push(n);
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                    out.push('}');
-                } else {
-                    out.push(c);
-                }
-            }
-            *s = out;
-        }
-        Value::Array(items) => items.iter_mut().for_each(braces_for_dollar_vars),
-        Value::Object(map) => map.values_mut().for_each(braces_for_dollar_vars),
-        _ => {}
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,63 @@
+"""Servers configured only in Codex's `config.toml` and Gemini CLI's `settings.json`, in those
+clients' own spellings, are found and reached through the real server: a real `mcp-server-time`
+from Codex, the Test-Store server from Gemini CLI (its `$VAR` expanded), while a server Gemini
+CLI excludes and this server's own Codex entry are left out."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from harness import E2EEnv, McpClient, STORE_SERVER, ok, venv_script
+
+
+def toml_string(s: str) -> str:
+    return json.dumps(s)  # a JSON string literal is a valid TOML basic string
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory, ce_binary):
+    root = tmp_path_factory.mktemp("client-configs")
+    e2e = E2EEnv(root, servers=(), extra_env={"STORE_PY": sys.executable})
+    codex = e2e.home / ".codex" / "config.toml"
+    codex.parent.mkdir(parents=True)
+    codex.write_text(
+        'model = "gpt-5-codex"\n\n'
+        "[mcp_servers.time]\n"
+        f"command = {toml_string(venv_script('mcp-server-time'))}\n"
+        'args = ["--local-timezone", "UTC"]\n'
+        "startup_timeout_sec = 20\n\n"
+        "[mcp_servers.code-executor]\n"
+        f"command = {toml_string(str(ce_binary))}\n"
+        'args = ["serve"]\n'
+    )
+    gemini = e2e.project / ".gemini" / "settings.json"
+    gemini.parent.mkdir(parents=True)
+    gemini.write_text(json.dumps({
+        "mcp": {"excluded": ["excluded-one"]},
+        "mcpServers": {
+            "Test-Store": {"command": "$STORE_PY", "args": [str(STORE_SERVER)], "trust": True, "timeout": 30000},
+            "excluded-one": {"command": "$STORE_PY", "args": [str(STORE_SERVER)]},
+        },
+    }))
+    c = McpClient("stdio", e2e, root / "code-executor.log")
+    c.start()
+    yield c
+    c.close()
+
+
+def test_codex_and_gemini_servers_are_found(client: McpClient) -> None:
+    servers = {s["name"]: s for s in client.structured("listServers")["servers"]}
+    assert set(servers) == {"time", "Test-Store"}, servers
+
+
+def test_codex_and_gemini_servers_are_reached(client: McpClient) -> None:
+    code = """
+const now = await callMCPTool("mcp__time__get_current_time", { timezone: "UTC" });
+const echo = await callMCPTool("mcp__Test-Store__echo", { value: 7 });
+return { tz: now.timezone, echo: echo.echo };
+"""
+    ex = ok(client, code, allowed=["mcp__time__get_current_time", "mcp__Test-Store__echo"], call_timeout=90)
+    assert ex.result == {"tz": "UTC", "echo": 7}, ex.describe()
