@@ -1217,10 +1217,10 @@ function cleanErrorText(text, mapper) {
   });
   const lines = s.split("\n").filter((l) => !FOREIGN_FRAME_RE.test(l));
   s = lines.join("\n").replace(RUNNER_URL_RE, "runner.js");
-  s = s.replace(/\bat (?:async )?(?:Module\.__user__|eval) \((user\.ts[^)]*)\)/g, "at $1").replace(
-    /\bModule\.__user__\b/g,
-    "<main>",
-  );
+  // The plain-JavaScript function's frames are named `eval` by V8 (its callbacks `X.eval`).
+  s = s.replace(/\bat (?:async )?(?:Module\.__user__|eval) \((user\.ts[^)]*)\)/g, "at $1")
+    .replace(/\.eval \((user\.ts[^)]*)\)/g, ".<anonymous> ($1)")
+    .replace(/\bModule\.__user__\b/g, "<main>");
   // Code frames of parse errors: user line 1 shares its module line with the wrapper.
   return s.replace(
     FRAME_LINE1_RE,
