@@ -221,6 +221,10 @@ def test_plain_javascript_and_typescript_mean_the_same(client: McpClient) -> Non
     ex = ok(client, "const f = (x) => x * 2;\nreturn f<number>(21);")
     assert ex.result == 42, ex.describe()
     for annotation in ("", ": number"):
+        # User code sees globals only, never the runner's own private bindings.
+        ex = ok(client, f"const a{annotation} = 1;\n"
+                        "return [typeof exitPrivate, typeof hostCall, typeof D, typeof processPrivate, typeof pendingCalls];")
+        assert ex.result == ["undefined"] * 5, ex.describe()
         # Top-level `this` is undefined and the code is strict (no implicit globals) either way.
         ex = ok(client, f"const a{annotation} = 1;\nreturn [typeof this, a];")
         assert ex.result == ["undefined", 1], ex.describe()

@@ -1160,9 +1160,9 @@ function buildTypeScriptVariants(code) {
 /**
  * Whether `code` may be run as plain JavaScript (see `compilePlainJs`): no `import` of any kind
  * (those need the module loader), no HTML-like comment (legacy syntax, left to the module
- * loader's reading of it), and no `>` right before `(` or a template: TypeScript reads `f<T>(x)` as a call
- * with a type argument, JavaScript as two comparisons. Anything else JavaScript accepts, the
- * TypeScript module path would run with the same meaning.
+ * loader's reading of it), and no `>` right before `(` or a template: TypeScript reads
+ * `f<T>(x)` as a call with a type argument, JavaScript as two comparisons. Anything else
+ * JavaScript accepts, the TypeScript module path would run with the same meaning.
  */
 function mayBePlainJavaScript(code, tokens) {
   if (code.includes("<!--") || code.includes("-->")) return false;
@@ -1181,9 +1181,14 @@ function mayBePlainJavaScript(code, tokens) {
 // Errors and values
 // ---------------------------------------------------------------------------------------------
 
+/** Names the plain-JavaScript function in stack traces (`cleanErrorText` maps it to `user.ts`). */
+const PLAIN_JS_NAME = "user-code.js";
 /** Where user code runs: its module's data: URL, or the plain-JavaScript function's name. */
-const USER_LOCATION_RE =
-  /(?:data:application\/typescript;base64,[A-Za-z0-9+\/=]*(?:\.{3,}[A-Za-z0-9+\/=]*)?|user-code\.js(?:, <anonymous>)?)(?::(\d+)(?::(\d+))?)?/g;
+const USER_LOCATION_RE = new RegExp(
+  "(?:data:application/typescript;base64,[A-Za-z0-9+/=]*(?:\\.{3,}[A-Za-z0-9+/=]*)?|" +
+    PLAIN_JS_NAME.replace(".", "\\.") + "(?:, <anonymous>)?)(?::(\\d+)(?::(\\d+))?)?",
+  "g",
+);
 const RUNNER_URL_RE = /data:application\/javascript;base64,[A-Za-z0-9+\/=]*(?:\.{3,}[A-Za-z0-9+\/=]*)?/g;
 /** Stack frames that are not the user's: this runner's and Deno's internal (`ext:`) ones. */
 const FOREIGN_FRAME_RE = /^\s*at (?:.*[( ])?(?:data:application\/javascript;base64,|ext:)/;
@@ -1438,8 +1443,6 @@ async function runTypeScript(ctx) {
 }
 
 const AsyncFunctionCtor = (async function () {}).constructor;
-/** Names the plain-JavaScript function in stack traces (`cleanErrorText` maps it to `user.ts`). */
-const PLAIN_JS_NAME = "user-code.js";
 /** Same length as the module wrapper's, so user columns on line 1 map the same way. */
 const PLAIN_JS_PREFIX = '"use strict";'.padEnd(WRAPPER_PREFIX.length, " ");
 /** V8 compiles the body as `(async function anonymous(\n) {\n<body>\n})`: body line 1 is line 3. */
