@@ -6,16 +6,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::audit::{AuditError, AuditLog};
 use crate::broker::{Broker, BrokerConfig, PatternError, Policy, RateQuotas};
-use crate::config::discovery::{self, Discovery, DiscoveryInputs};
+use crate::clients::discovery::{self, Discovery, DiscoveryInputs};
 use crate::config::settings::Settings;
 use crate::executor::{Executor, Recorders};
 use crate::front::{Front, RuntimeInfo};
-use crate::observe::Metrics;
-use crate::runtime::{self, Runtimes};
+use crate::ops::audit::{AuditError, AuditLog};
+use crate::ops::metrics::Metrics;
 use crate::sandbox::host::{self, WorkerConfig};
 use crate::sandbox::jail::JailPolicy;
+use crate::sandbox::runtimes::{self, Runtimes};
 use crate::sandbox::snapshot;
 use crate::upstream::{UpstreamPool, UpstreamTimeouts};
 
@@ -29,7 +29,7 @@ pub enum AppError {
     #[error(transparent)]
     Settings(#[from] crate::config::settings::SettingsError),
     #[error(transparent)]
-    Runtime(#[from] runtime::RuntimeError),
+    Runtime(#[from] runtimes::RuntimeError),
     #[error(transparent)]
     Discovery(#[from] discovery::DiscoveryError),
     #[error("settings: policy_allow/policy_deny: {0}")]
@@ -54,9 +54,13 @@ impl App {
         let fetch = serving;
         let settings = Arc::new(settings);
         let runtimes = if fetch {
-            runtime::ensure(&settings.runtime_dir, runtime::mirror_from_env().as_deref()).await?
+            runtimes::ensure(
+                &settings.runtime_dir,
+                runtimes::mirror_from_env().as_deref(),
+            )
+            .await?
         } else {
-            runtime::locate(&settings.runtime_dir)?
+            runtimes::locate(&settings.runtime_dir)?
         };
         let policy = Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny)?;
         let discovery = discover(&settings)?;
@@ -97,7 +101,7 @@ impl App {
         }
         let runtime_info = RuntimeInfo {
             deno: host::deno_version(&runtimes.deno).await.ok(),
-            pyodide: Some(runtime::PYODIDE.version.to_string()),
+            pyodide: Some(runtimes::PYODIDE.version.to_string()),
         };
         let broker = Arc::new(Broker::new(BrokerConfig {
             policy,
@@ -156,7 +160,7 @@ pub fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool
 }
 
 /// Reads the client configs for this user and project, then this server's own servers file
-/// (`servers_file`), whose entries win by name (see [`crate::setup::servers_file`]).
+/// (`servers_file`), whose entries win by name (see [`crate::clients::servers_file`]).
 pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
     let inputs = DiscoveryInputs {
         home: dirs::home_dir().unwrap_or_else(|| PathBuf::from("/")),
@@ -168,6 +172,6 @@ pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryEr
         self_names: SELF_NAMES.iter().map(|s| s.to_string()).collect(),
     };
     let mut found = discovery::discover(&inputs)?;
-    crate::setup::servers_file::merge_into(&mut found, &inputs, &settings.servers_file)?;
+    crate::clients::servers_file::merge_into(&mut found, &inputs, &settings.servers_file)?;
     Ok(found)
 }

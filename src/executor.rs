@@ -18,11 +18,11 @@ use tokio::sync::Semaphore;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::{self, AuditLog, ExecutionRecord, ToolCallRecord};
 use crate::broker::{Allowlist, Broker, CallQuota, CallScope, Refusal};
+use crate::catalog::directory;
 use crate::config::settings::Settings;
-use crate::directory;
-use crate::observe::{Metrics, Readiness};
+use crate::ops::audit::{self, AuditLog, ExecutionRecord, ToolCallRecord};
+use crate::ops::metrics::{Metrics, Readiness};
 use crate::sandbox::host::{HostCalls, WorkerConfig};
 use crate::sandbox::pool::WorkerPool;
 use crate::sandbox::proto::{HostRequest, Language, ToolTarget};

@@ -10,16 +10,13 @@
 
 pub mod app;
 pub mod appliance;
-pub mod audit;
 pub mod broker;
 pub mod catalog;
+pub mod clients;
 pub mod config;
-pub mod directory;
 pub mod executor;
 pub mod front;
-pub mod observe;
-pub mod posture;
-pub mod runtime;
+pub mod ops;
 pub mod sandbox;
 pub mod setup;
 pub mod upstream;

@@ -12,14 +12,17 @@ use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 use code_executor::app::App;
+use code_executor::appliance::{self, posture};
+use code_executor::catalog::directory;
 use code_executor::config::first_run::{self, FirstRun};
 use code_executor::config::settings::{self, Settings};
+use code_executor::front;
 use code_executor::front::http::HttpAccess;
-use code_executor::runtime;
+use code_executor::ops::metrics;
 use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
+use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
-use code_executor::{appliance, directory, front, observe, posture};
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
 /// jailed sandbox and calls their tools through `callMCPTool(...)`.
@@ -217,8 +220,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::FetchRuntimes { mirror } => {
-            let mirror = mirror.or_else(runtime::mirror_from_env);
-            let runtimes = runtime::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
+            let mirror = mirror.or_else(runtimes::mirror_from_env);
+            let runtimes = runtimes::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
             println!("deno:     {}", runtimes.deno.display());
             println!("pyodide:  {}", runtimes.pyodide_dir.display());
             let app = App::build(settings, false).await?;
@@ -296,7 +299,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
     let front = app.front();
     let shutdown = cancelled_on_signal();
     if let Some(addr) = app.settings.ops_listen {
-        let listener = observe::serve_ops(
+        let listener = metrics::serve_ops(
             addr,
             app.executor.metrics().clone(),
             app.executor.clone(),

@@ -12,7 +12,7 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use code_executor::config::discovery::{ConfigSource, ServerSpec, SourceKind, Transport};
+use code_executor::clients::discovery::{ConfigSource, ServerSpec, SourceKind, Transport};
 use code_executor::upstream::{UpstreamPool, UpstreamTimeouts};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,

@@ -1,6 +1,7 @@
 //! The tool catalogue the LLM searches: a ranked search over every downstream tool and
 //! TypeScript signatures generated from tools' JSON Schemas. Pure logic over `rmcp` tool lists.
 
+pub mod directory;
 mod search;
 mod signature;
 

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::directory;
+use crate::catalog::directory;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
 use crate::sandbox::proto::Language;
 
@@ -225,7 +225,7 @@ impl Front {
                     counters.warm_python_workers,
                     counters.pool_size_python,
                     recent_errors.values().sum::<u64>(),
-                    crate::observe::RECENT_WINDOW.as_secs(),
+                    crate::ops::metrics::RECENT_WINDOW.as_secs(),
                 );
                 let health = json!({
                     "status": status,
@@ -244,7 +244,7 @@ impl Front {
                     },
                     "executions": counters,
                     "recentErrors": {
-                        "windowSeconds": crate::observe::RECENT_WINDOW.as_secs(),
+                        "windowSeconds": crate::ops::metrics::RECENT_WINDOW.as_secs(),
                         "counts": recent_errors,
                     },
                     "audit": self.executor.audit().is_enabled(),

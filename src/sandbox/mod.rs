@@ -9,5 +9,6 @@ pub mod host;
 pub mod jail;
 pub mod pool;
 pub mod proto;
+pub mod runtimes;
 pub mod seed;
 pub mod snapshot;

@@ -3,7 +3,7 @@
 //! Pure data and parsing: no I/O. Everything a worker sends is untrusted; parsing is strict
 //! (unknown message types, a wrong version or malformed fields are protocol violations).
 
-use crate::directory::Detail;
+use crate::catalog::directory::Detail;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

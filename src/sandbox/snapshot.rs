@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use super::host::{WorkerConfig, runner_url};
 use super::jail;
 use super::seed::CacheSeed;
-use crate::runtime::{DENO, PYODIDE};
+use crate::sandbox::runtimes::{DENO, PYODIDE};
 
 /// How long making a snapshot may take (a full Pyodide start plus stdlib imports).
 const MAKE_TIMEOUT: Duration = Duration::from_secs(300);

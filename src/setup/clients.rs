@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::edit::{self, EditError, TomlDoc};
-use crate::config::dialects::{self, Dialect};
+use crate::clients::dialects::{self, Dialect};
 
 /// A client `setup` can register this server with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]

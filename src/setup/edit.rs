@@ -25,7 +25,7 @@ pub enum EditError {
 /// What `jsonc-parser` accepts: JSON with comments and trailing commas (what VS Code writes),
 /// exactly as discovery reads these files.
 fn parse_options() -> ParseOptions {
-    crate::config::discovery::jsonc_options()
+    crate::clients::discovery::jsonc_options()
 }
 
 const BOM: char = '\u{feff}';

@@ -28,7 +28,6 @@
 pub mod cli;
 pub mod clients;
 pub mod edit;
-pub mod servers_file;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -14,7 +14,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use tokio::io::AsyncBufReadExt;
 
-use crate::config::discovery::{ServerSpec, Transport};
+use crate::clients::discovery::{ServerSpec, Transport};
 
 type ToolCache = Arc<Mutex<Option<Arc<Vec<Tool>>>>>;
 

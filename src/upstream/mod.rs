@@ -17,7 +17,7 @@ use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::config::discovery::{ServerSpec, Transport};
+use crate::clients::discovery::{ServerSpec, Transport};
 pub use client::StderrTail;
 
 /// How long a failed start is remembered before the next use tries again.
@@ -347,7 +347,7 @@ impl Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::discovery::ConfigSource;
+    use crate::clients::discovery::ConfigSource;
 
     fn pool(names: &[&str]) -> UpstreamPool {
         let specs = names

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::config::discovery::{self, Discovery, DiscoveryError, DiscoveryInputs, Overridden};
+use crate::clients::discovery::{self, Discovery, DiscoveryError, DiscoveryInputs, Overridden};
 
 /// Reads `path` (if it exists) and lets its entries replace the same names in `main`.
 pub fn merge_into(

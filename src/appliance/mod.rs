@@ -3,6 +3,8 @@
 //! the MCP port while the server itself sits on an internal network without outside access.
 //! Neither touches executions or settings.
 
+pub mod posture;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
