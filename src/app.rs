@@ -1,20 +1,22 @@
 //! Assembling the server from settings: runtimes, discovered downstream servers, the upstream
-//! pool, the executor and the MCP front. Shared by every subcommand so that `serve`, `servers`,
-//! `search` and `doctor` see exactly the same configuration.
+//! pool, the records (audit, metrics), the broker's gate, the executor and the MCP front. Shared
+//! by every subcommand so that `serve`, `servers`, `search` and `doctor` see exactly the same
+//! configuration. The [`App`] owns the shared services; nothing else hands them out.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::broker::gate::Gate;
 use crate::broker::{Broker, BrokerConfig, PatternError, Policy, RateQuotas};
 use crate::clients::discovery::{self, Discovery, DiscoveryInputs};
 use crate::config::settings::Settings;
-use crate::executor::{Executor, Recorders};
+use crate::executor::{Executor, Wiring};
 use crate::front::{Front, RuntimeInfo};
 use crate::ops::audit::{AuditError, AuditLog};
 use crate::ops::metrics::Metrics;
-use crate::sandbox::host::{self, WorkerConfig};
 use crate::sandbox::jail::JailPolicy;
+use crate::sandbox::launch::{self, WorkerConfig};
 use crate::sandbox::runtimes::{self, Runtimes};
 use crate::sandbox::snapshot;
 use crate::upstream::{UpstreamPool, UpstreamTimeouts};
@@ -44,6 +46,12 @@ pub struct App {
     pub discovery: Discovery,
     pub runtimes: Runtimes,
     pub runtime_info: RuntimeInfo,
+    /// How sandbox workers are started.
+    pub worker: WorkerConfig,
+    /// The downstream servers.
+    pub upstream: Arc<UpstreamPool>,
+    pub audit: Arc<AuditLog>,
+    pub metrics: Arc<Metrics>,
     pub executor: Arc<Executor>,
 }
 
@@ -74,7 +82,7 @@ impl App {
                 invalid.error
             );
         }
-        let pool = upstream_pool(&settings, &discovery);
+        let upstream = Arc::new(upstream_pool(&settings, &discovery));
         let worker = WorkerConfig {
             deno: runtimes.deno.clone(),
             pyodide_dir: runtimes.pyodide_dir.clone(),
@@ -100,7 +108,7 @@ impl App {
             });
         }
         let runtime_info = RuntimeInfo {
-            deno: host::deno_version(&runtimes.deno).await.ok(),
+            deno: launch::deno_version(&runtimes.deno).await.ok(),
             pyodide: Some(runtimes::PYODIDE.version.to_string()),
         };
         let broker = Arc::new(Broker::new(BrokerConfig {
@@ -114,19 +122,27 @@ impl App {
             max_result_bytes: settings.max_result_bytes,
         }));
         // Only a serving process writes audit records; the other subcommands run no code.
-        let audit = match (&settings.audit_log_dir, serving) {
+        let audit = Arc::new(match (&settings.audit_log_dir, serving) {
             (Some(dir), true) => AuditLog::open(dir)?,
             _ => AuditLog::disabled(),
+        });
+        let metrics = Arc::new(Metrics::new());
+        let gate = Arc::new(Gate::new(
+            broker,
+            upstream.clone(),
+            audit.clone(),
+            metrics.clone(),
+        ));
+        let wiring = Wiring {
+            gate,
+            upstream: upstream.clone(),
+            audit: audit.clone(),
+            metrics: metrics.clone(),
         };
         let executor = Arc::new(Executor::new(
             settings.clone(),
-            worker,
-            Arc::new(pool),
-            broker,
-            Recorders {
-                audit: Arc::new(audit),
-                metrics: Arc::new(Metrics::new()),
-            },
+            worker.clone(),
+            wiring,
             serving,
         ));
         Ok(App {
@@ -134,12 +150,22 @@ impl App {
             discovery,
             runtimes,
             runtime_info,
+            worker,
+            upstream,
+            audit,
+            metrics,
             executor,
         })
     }
 
     pub fn front(&self) -> Front {
-        Front::new(self.executor.clone(), self.runtime_info.clone())
+        Front::new(
+            self.executor.clone(),
+            self.upstream.clone(),
+            self.metrics.clone(),
+            self.audit.is_enabled(),
+            self.runtime_info.clone(),
+        )
     }
 }
 

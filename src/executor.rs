@@ -1,31 +1,30 @@
-//! One execution from request to report: admission (concurrency limit and queue), a fresh
-//! worker, the bridge that answers the worker's host calls through the broker and the upstream
-//! pool, cancellation, and the bookkeeping of tool calls (report, audit records, metrics).
-//! Talks to `sandbox` for processes, `broker` for decisions, `upstream` and `directory` for
-//! downstream servers, `audit` and `observe` for records.
+//! One execution from request to report: admission (the concurrency limit and the queue), a
+//! fresh worker from the language's pool, the host-call side (a short dispatch: tool calls go
+//! through the broker's [`Gate`], catalogue look-ups to [`directory`]), cancellation, and the
+//! execution's own record (report, audit record, metrics). It holds no policy and no transport:
+//! processes are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rmcp::model::CallToolResult;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
-
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{Allowlist, Broker, CallQuota, CallScope, Refusal};
+use crate::broker::Allowlist;
+use crate::broker::gate::{ExecutionCalls, Gate, ToolCallStat};
 use crate::catalog::directory;
 use crate::config::settings::Settings;
-use crate::ops::audit::{self, AuditLog, ExecutionRecord, ToolCallRecord};
+use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
-use crate::sandbox::host::{HostCalls, WorkerConfig};
+use crate::sandbox::host::HostCalls;
+use crate::sandbox::launch::WorkerConfig;
 use crate::sandbox::pool::WorkerPool;
-use crate::sandbox::proto::{HostRequest, Language, ToolTarget};
+use crate::sandbox::proto::{HostRequest, Language};
 use crate::upstream::UpstreamPool;
 
 /// What the client asked to run.
@@ -55,17 +54,6 @@ pub struct ExecutionReport {
     pub tool_call_summary: Vec<ToolCallStat>,
 }
 
-/// Calls of one tool within one execution.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallStat {
-    pub tool: String,
-    pub calls: u32,
-    pub errors: u32,
-    pub refused: u32,
-    pub total_ms: u64,
-}
-
 /// Counters for `health`.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -81,19 +69,21 @@ pub struct ExecutionCounters {
     pub failed: u64,
 }
 
-/// The records an executor keeps besides its reports.
-pub struct Recorders {
+/// What the app hands an executor: where tool calls go, where catalogue look-ups go, and where
+/// the execution records go.
+pub struct Wiring {
+    pub gate: Arc<Gate>,
+    pub upstream: Arc<UpstreamPool>,
     pub audit: Arc<AuditLog>,
     pub metrics: Arc<Metrics>,
 }
 
 pub struct Executor {
     settings: Arc<Settings>,
-    worker: WorkerConfig,
     typescript: Arc<WorkerPool>,
     python: Arc<WorkerPool>,
+    gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
-    broker: Arc<Broker>,
     audit: Arc<AuditLog>,
     metrics: Arc<Metrics>,
     ids: AtomicU64,
@@ -106,14 +96,7 @@ pub struct Executor {
 
 impl Executor {
     /// An executor; with `warm`, worker pools start filling at once (for `serve`).
-    pub fn new(
-        settings: Arc<Settings>,
-        worker: WorkerConfig,
-        upstream: Arc<UpstreamPool>,
-        broker: Arc<Broker>,
-        recorders: Recorders,
-        warm: bool,
-    ) -> Self {
+    pub fn new(settings: Arc<Settings>, worker: WorkerConfig, wiring: Wiring, warm: bool) -> Self {
         let (ts_size, py_size) = if warm {
             (settings.pool_size_typescript, settings.pool_size_python)
         } else {
@@ -121,36 +104,19 @@ impl Executor {
         };
         Executor {
             typescript: WorkerPool::start(worker.clone(), Language::Typescript, ts_size),
-            python: WorkerPool::start(worker.clone(), Language::Python, py_size),
+            python: WorkerPool::start(worker, Language::Python, py_size),
             slots: Arc::new(Semaphore::new(settings.max_concurrent_executions)),
             settings,
-            worker,
-            upstream,
-            broker,
-            audit: recorders.audit,
-            metrics: recorders.metrics,
+            gate: wiring.gate,
+            upstream: wiring.upstream,
+            audit: wiring.audit,
+            metrics: wiring.metrics,
             ids: AtomicU64::new(0),
             waiting: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
-    }
-
-    pub fn worker_config(&self) -> &WorkerConfig {
-        &self.worker
-    }
-
-    pub fn upstream(&self) -> &Arc<UpstreamPool> {
-        &self.upstream
-    }
-
-    pub fn audit(&self) -> &Arc<AuditLog> {
-        &self.audit
-    }
-
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
     }
 
     pub fn counters(&self) -> ExecutionCounters {
@@ -261,27 +227,26 @@ impl Executor {
             Ok(worker) => worker,
             Err(e) => return fail(format!("could not start a sandbox worker: {e}")),
         };
-        let bridge = Arc::new(Bridge {
+        let host = Arc::new(HostSide {
+            gate: self.gate.clone(),
             upstream: self.upstream.clone(),
-            broker: self.broker.clone(),
-            audit: self.audit.clone(),
-            metrics: self.metrics.clone(),
-            session: request.session.clone(),
-            execution_id: execution_id.to_string(),
-            allowlist,
-            quota: CallQuota::new(self.settings.max_tool_calls_per_execution),
-            record: Mutex::default(),
+            calls: ExecutionCalls::new(
+                &request.session,
+                execution_id,
+                allowlist,
+                self.settings.max_tool_calls_per_execution,
+            ),
         });
         let outcome = worker
             .run(
                 &request.code,
                 timeout,
                 self.settings.output_limit_bytes,
-                bridge.clone(),
+                host.clone(),
                 request.cancel.clone(),
             )
             .await;
-        let (made, summary) = bridge.take_record();
+        let (made, summary) = host.calls.take_report();
         let report = ExecutionReport {
             success: outcome.success,
             output: outcome.output,
@@ -349,255 +314,27 @@ impl Readiness for Executor {
 }
 
 /// Answers one execution's host calls.
-struct Bridge {
+struct HostSide {
+    gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
-    broker: Arc<Broker>,
-    audit: Arc<AuditLog>,
-    metrics: Arc<Metrics>,
-    session: String,
-    execution_id: String,
-    allowlist: Allowlist,
-    quota: CallQuota,
-    record: Mutex<CallRecord>,
+    calls: ExecutionCalls,
 }
 
-/// What happened to one tool call, for the audit record.
-struct CallAudit<'a> {
-    tool: &'a str,
-    server: &'a str,
-    refusal: Option<&'static str>,
-    elapsed: Duration,
-    argument_bytes: usize,
-    result_bytes: Option<usize>,
-    error: Option<&'static str>,
-}
-
-#[derive(Default)]
-struct CallRecord {
-    made: Vec<String>,
-    stats: BTreeMap<String, ToolCallStat>,
-}
-
-impl Bridge {
-    fn note(&self, tool: &str, outcome: Outcome, elapsed: Duration) {
-        let mut record = self.record.lock().expect("call record lock");
-        if !matches!(outcome, Outcome::Refused) {
-            record.made.push(tool.to_string());
-        }
-        let stat = record
-            .stats
-            .entry(tool.to_string())
-            .or_insert_with(|| ToolCallStat {
-                tool: tool.to_string(),
-                ..Default::default()
-            });
-        match outcome {
-            Outcome::Ok => stat.calls += 1,
-            Outcome::Error => {
-                stat.calls += 1;
-                stat.errors += 1;
-            }
-            Outcome::Refused => stat.refused += 1,
-        }
-        stat.total_ms += elapsed.as_millis() as u64;
-    }
-
-    fn take_record(&self) -> (Vec<String>, Vec<ToolCallStat>) {
-        let record = std::mem::take(&mut *self.record.lock().expect("call record lock"));
-        (record.made, record.stats.into_values().collect())
-    }
-
-    /// Records a call in the report, the audit log and the metrics.
-    fn finish(&self, call: CallAudit<'_>) {
-        let outcome = match (call.refusal, call.error) {
-            (Some(_), _) => Outcome::Refused,
-            (None, Some(_)) => Outcome::Error,
-            (None, None) => Outcome::Ok,
-        };
-        self.note(call.tool, outcome, call.elapsed);
-        match call.refusal {
-            Some(reason) => self.metrics.denial(call.server, reason),
-            None => self
-                .metrics
-                .tool_call(call.server, call.error.is_none(), call.elapsed),
-        }
-        self.audit.tool_call(&ToolCallRecord {
-            execution_id: &self.execution_id,
-            session: &self.session,
-            tool: call.tool,
-            decision: if call.refusal.is_some() {
-                "refused"
-            } else {
-                "allowed"
-            },
-            reason: call.refusal.unwrap_or("allowed"),
-            duration_ms: call.elapsed.as_millis() as u64,
-            argument_bytes: call.argument_bytes,
-            result_bytes: call.result_bytes,
-            error: call.error,
-        });
-    }
-
-    async fn call_tool(&self, target: ToolTarget, args: Value, raw: bool) -> Result<Value, String> {
-        let argument_bytes = serde_json::to_vec(&args).map_or(0, |v| v.len());
-        let refuse = |tool: &str, server: &str, code: &'static str, message: String| {
-            self.finish(CallAudit {
-                tool,
-                server,
-                refusal: Some(code),
-                elapsed: Duration::ZERO,
-                argument_bytes,
-                result_bytes: None,
-                error: None,
-            });
-            Err(message)
-        };
-        let resolved = match &target {
-            ToolTarget::Qualified(name) => self.upstream.resolve(name),
-            ToolTarget::Split { server, tool } => self
-                .upstream
-                .ensure_known(server)
-                .map(|()| (server.clone(), tool.clone())),
-        };
-        let (server, tool) = match resolved {
-            Ok(pair) => pair,
-            Err(e) => {
-                let asked = match &target {
-                    ToolTarget::Qualified(name) => name.clone(),
-                    ToolTarget::Split { server, tool } => format!("{server}/{tool}"),
-                };
-                return refuse(&asked, "", "unknown_tool", e.to_string());
-            }
-        };
-        let name = crate::catalog::qualified_name(&server, &tool);
-        let refused =
-            |refusal: Refusal| refuse(&name, &server, refusal.code(), refusal.to_string());
-        let scope = CallScope {
-            session: &self.session,
-            allowlist: &self.allowlist,
-            quota: &self.quota,
-        };
-        if let Err(refusal) = self.broker.admit(&scope, &name, argument_bytes) {
-            return refused(refusal);
-        }
-        if !args.is_object() {
-            return refuse(
-                &name,
-                &server,
-                "arguments_not_object",
-                format!("arguments for {name} must be an object"),
-            );
-        }
-        // The live schema: a tool the server does not list is never called.
-        let listed = match self.upstream.tools(&server).await {
-            Ok(tools) => tools,
-            Err(e) => {
-                let message = e.to_string();
-                self.finish(CallAudit {
-                    tool: &name,
-                    server: &server,
-                    refusal: None,
-                    elapsed: Duration::ZERO,
-                    argument_bytes,
-                    result_bytes: None,
-                    error: Some("server_error"),
-                });
-                return Err(message);
-            }
-        };
-        let Some(spec) = listed.iter().find(|t| t.name == tool) else {
-            let error = crate::upstream::UpstreamError::UnknownTool {
-                server: server.clone(),
-                tool: tool.clone(),
-            };
-            return refuse(&name, &server, "unknown_tool", error.to_string());
-        };
-        let expected =
-            || crate::catalog::signature(&tool, &spec.input_schema, spec.output_schema.as_deref());
-        if let Err(refusal) = self
-            .broker
-            .validate(&name, &spec.input_schema, &args, expected)
-        {
-            return refused(refusal);
-        }
-        if let Err(refusal) = self.broker.rate(&self.session, &server, &name) {
-            return refused(refusal);
-        }
-        let Value::Object(args) = args else {
-            unreachable!("checked to be an object above")
-        };
-        let started = Instant::now();
-        let result = self.upstream.call(&server, &tool, args).await;
-        let elapsed = started.elapsed();
-        let (shaped, result_bytes, error) = match result {
-            Ok(result) => {
-                let bytes = serde_json::to_vec(&result).map_or(0, |v| v.len());
-                match self.broker.check_result(&name, bytes) {
-                    Err(refusal) => (Err(refusal.to_string()), Some(bytes), Some("result_size")),
-                    Ok(()) => {
-                        let shaped = shape_result(&name, result, raw);
-                        let error = shaped.is_err().then_some("tool_error");
-                        (shaped, Some(bytes), error)
-                    }
-                }
-            }
-            Err(e) => {
-                let kind = match e {
-                    crate::upstream::UpstreamError::Timeout { .. } => "timeout",
-                    _ => "server_error",
-                };
-                (Err(e.to_string()), None, Some(kind))
-            }
-        };
-        self.finish(CallAudit {
-            tool: &name,
-            server: &server,
-            refusal: None,
-            elapsed,
-            argument_bytes,
-            result_bytes,
-            error,
-        });
-        shaped
-    }
-}
-
-#[derive(Clone, Copy)]
-enum Outcome {
-    Ok,
-    Error,
-    Refused,
-}
-
-impl HostCalls for Bridge {
+impl HostCalls for HostSide {
     fn handle(self: Arc<Self>, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
-        let this = self;
         async move {
             match request {
                 HostRequest::CallTool { target, args, raw } => {
-                    this.call_tool(target, args, raw).await
+                    self.gate.call(&self.calls, target, args, raw).await
                 }
-                HostRequest::SearchTools {
-                    query,
-                    server,
-                    limit,
-                    detail,
-                } => {
-                    let limit = limit.unwrap_or(10).clamp(1, 100);
-                    directory::search(&this.upstream, &query, server.as_deref(), limit, detail)
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()))
+                HostRequest::SearchTools(query) => {
+                    as_value(directory::search(&self.upstream, &query).await)
                 }
                 HostRequest::GetToolSchema { name } => {
-                    directory::tool_schema(&this.upstream, &name)
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| serde_json::to_value(r).map_err(|e| e.to_string()))
+                    as_value(directory::tool_schema(&self.upstream, &name).await)
                 }
                 HostRequest::ListServers => {
-                    serde_json::to_value(directory::servers(&this.upstream).await)
-                        .map_err(|e| e.to_string())
+                    as_value(Ok::<_, String>(directory::servers(&self.upstream).await))
                 }
             }
         }
@@ -605,69 +342,9 @@ impl HostCalls for Bridge {
     }
 }
 
-/// A downstream result in the most useful form for code: `structuredContent`; else one text
-/// block's JSON (or the text); several text blocks as an array; any non-text block keeps the
-/// whole `content` array. `raw` returns the result untouched. Tool errors become `Err`.
-pub fn shape_result(name: &str, result: CallToolResult, raw: bool) -> Result<Value, String> {
-    if raw {
-        return serde_json::to_value(&result).map_err(|e| e.to_string());
-    }
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
-    if result.is_error == Some(true) {
-        let text = texts.join("\n");
-        return Err(format!(
-            "{name} returned an error: {}",
-            if text.is_empty() {
-                "(no message)"
-            } else {
-                text.as_str()
-            }
-        ));
-    }
-    if let Some(structured) = result.structured_content {
-        return Ok(structured);
-    }
-    if texts.len() < result.content.len() {
-        return serde_json::to_value(&result.content).map_err(|e| e.to_string());
-    }
-    let parse = |t: &str| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string()));
-    Ok(match texts.as_slice() {
-        [] => Value::Null,
-        [one] => parse(one),
-        many => Value::Array(many.iter().map(|t| parse(t)).collect()),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::model::ContentBlock;
-    use serde_json::json;
-
-    #[test]
-    fn results_take_their_most_useful_form() {
-        let one = CallToolResult::success(vec![ContentBlock::text(r#"{"a":1}"#)]);
-        assert_eq!(shape_result("t", one, false), Ok(json!({"a": 1})));
-        let plain = CallToolResult::success(vec![ContentBlock::text("hello")]);
-        assert_eq!(shape_result("t", plain, false), Ok(json!("hello")));
-        let two = CallToolResult::success(vec![ContentBlock::text("1"), ContentBlock::text("x")]);
-        assert_eq!(shape_result("t", two, false), Ok(json!([1, "x"])));
-        let structured = CallToolResult::structured(json!({"s": true}));
-        assert_eq!(shape_result("t", structured, false), Ok(json!({"s": true})));
-        let image = CallToolResult::success(vec![
-            ContentBlock::text("caption"),
-            ContentBlock::image("aGk=", "image/png"),
-        ]);
-        let shaped = shape_result("t", image, false).unwrap();
-        assert_eq!(shaped.as_array().map(Vec::len), Some(2));
-        let error = CallToolResult::error(vec![ContentBlock::text("nope")]);
-        assert_eq!(
-            shape_result("mcp__s__t", error, false),
-            Err("mcp__s__t returned an error: nope".into())
-        );
-    }
+/// A look-up's answer as the JSON the code receives, or its error's message.
+fn as_value<T: Serialize, E: std::fmt::Display>(answer: Result<T, E>) -> Result<Value, String> {
+    answer
+        .map_err(|e| e.to_string())
+        .and_then(|found| serde_json::to_value(found).map_err(|e| e.to_string()))
 }

@@ -225,7 +225,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             println!("deno:     {}", runtimes.deno.display());
             println!("pyodide:  {}", runtimes.pyodide_dir.display());
             let app = App::build(settings, false).await?;
-            let prepared = snapshot::ensure(app.executor.worker_config(), &app.settings.cache_dir)
+            let prepared = snapshot::ensure(&app.worker, &app.settings.cache_dir)
                 .await
                 .context("making the Pyodide memory snapshot")?;
             println!("snapshot: {}", prepared.snapshot.display());
@@ -293,7 +293,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
     tracing::info!(
         servers = app.discovery.servers.len(),
         sources = ?app.discovery.sources_read,
-        audit = app.executor.audit().is_enabled(),
+        audit = app.audit.is_enabled(),
         "code-executor ready"
     );
     let front = app.front();
@@ -301,7 +301,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
     if let Some(addr) = app.settings.ops_listen {
         let listener = metrics::serve_ops(
             addr,
-            app.executor.metrics().clone(),
+            app.metrics.clone(),
             app.executor.clone(),
             shutdown.clone(),
             |bound| tracing::info!("serving /livez, /readyz and /metrics at http://{bound}"),
@@ -347,8 +347,8 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
             }
         }
     }
-    app.executor.upstream().shutdown().await;
-    app.executor.audit().close();
+    app.upstream.shutdown().await;
+    app.audit.close();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -376,7 +376,7 @@ async fn shutdown_signal() {
 
 async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
     let app = App::build(settings, false).await?;
-    let pool = app.executor.upstream();
+    let pool = &app.upstream;
     // Connect every server so the listing shows real states and tool counts.
     pool.all_tools().await;
     let statuses = directory::servers(pool).await;
@@ -413,12 +413,18 @@ async fn search(
     json: bool,
 ) -> Result<ExitCode> {
     let app = App::build(settings, false).await?;
-    let pool = app.executor.upstream();
-    let found = directory::search(pool, query, server, limit.clamp(1, 100), detail).await?;
+    let pool = &app.upstream;
+    let query = directory::SearchQuery::new(
+        query.to_string(),
+        server.map(String::from),
+        Some(limit),
+        detail,
+    );
+    let found = directory::search(pool, &query).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {
-        println!("{}", found.text(query));
+        println!("{}", found.text(&query.text));
     }
     pool.shutdown().await;
     Ok(ExitCode::SUCCESS)
@@ -456,8 +462,7 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| format!("{} does not run", app.runtimes.deno.display())),
     );
-    let worker = app.executor.worker_config();
-    match Worker::start(worker, Language::Typescript).await {
+    match Worker::start(&app.worker, Language::Typescript).await {
         Ok(_) => report(true, "sandbox", "a jailed worker starts".into()),
         Err(e) => report(false, "sandbox", e.to_string()),
     }
@@ -479,7 +484,7 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
     for warning in &app.discovery.warnings {
         report(false, "config", warning.clone());
     }
-    let pool = app.executor.upstream();
+    let pool = &app.upstream;
     for (name, tools) in pool.all_tools().await {
         match tools {
             Ok(tools) => report(

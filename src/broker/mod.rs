@@ -2,10 +2,12 @@
 //! be clean, the server-wide policy must not deny it (deny wins over every allow), the
 //! execution's `allowedTools` must allow it, the execution's quota and the rate limits must have
 //! room, the arguments must fit the size cap and validate against the tool's live input schema,
-//! and the result must fit its cap on the way back. Pure logic: no processes, no I/O; the
-//! executor asks, the broker answers.
+//! and the result must fit its cap on the way back. [`Broker`] is pure logic (no processes, no
+//! I/O): it answers. [`gate`] is the one place that asks, in a fixed order, sends the call and
+//! records it; [`Refusal`] is every reason a call is not sent.
 
 pub mod allowlist;
+pub mod gate;
 pub mod limits;
 pub mod schema;
 
@@ -21,6 +23,11 @@ use schema::SchemaCache;
 /// Why a call is refused. The message tells the code what to change or when to retry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
+    /// The name does not resolve to a configured server, or the server does not list the tool.
+    #[error("{0}")]
+    UnknownTool(String),
+    #[error("arguments for {0} must be an object")]
+    ArgumentsNotObject(String),
     #[error("tool `{0}` is not in allowedTools for this execution")]
     NotAllowed(String),
     #[error("tool `{0}` is denied by the server's policy")]
@@ -73,6 +80,8 @@ impl Refusal {
     /// A stable, short code for audit records and metrics labels.
     pub fn code(&self) -> &'static str {
         match self {
+            Refusal::UnknownTool(_) => "unknown_tool",
+            Refusal::ArgumentsNotObject(_) => "arguments_not_object",
             Refusal::NotAllowed(_) => "not_allowed",
             Refusal::DeniedByPolicy(_) | Refusal::OutsidePolicy(_) => "policy",
             Refusal::MalformedName(_) => "malformed_name",

@@ -9,6 +9,10 @@ use crate::upstream::{ServerStatus, UpstreamError, UpstreamPool};
 
 /// Descriptions in search results are cut to this many characters.
 const SUMMARY_CHARS: usize = 120;
+/// Matches a search returns when the caller names no limit.
+pub const DEFAULT_LIMIT: usize = 10;
+/// The most matches a search returns, whatever the caller asks.
+pub const MAX_LIMIT: usize = 100;
 
 /// How much `searchTools` says about each match.
 #[derive(
@@ -23,6 +27,46 @@ pub enum Detail {
     Summary,
     /// Names, whole descriptions and compact TypeScript signatures.
     Full,
+}
+
+/// A search as the LLM (`searchTools`) or sandboxed code (`searchTools`, `search_tools`) asks
+/// it. Unknown fields are refused.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    pub query: String,
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub detail: Detail,
+}
+
+/// One search to run: `limit` defaulted and bounded (here, and only here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchQuery {
+    pub text: String,
+    pub server: Option<String>,
+    pub limit: usize,
+    pub detail: Detail,
+}
+
+impl SearchQuery {
+    pub fn new(text: String, server: Option<String>, limit: Option<usize>, detail: Detail) -> Self {
+        SearchQuery {
+            text,
+            server,
+            limit: limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+            detail,
+        }
+    }
+}
+
+impl From<SearchArgs> for SearchQuery {
+    fn from(args: SearchArgs) -> Self {
+        SearchQuery::new(args.query, args.server, args.limit, args.detail)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -106,11 +150,9 @@ pub struct ToolSchema {
 /// been used yet still finds its tools, and says it connected it.
 pub async fn search(
     pool: &UpstreamPool,
-    query: &str,
-    server: Option<&str>,
-    limit: usize,
-    detail: Detail,
+    query: &SearchQuery,
 ) -> Result<SearchResult, UpstreamError> {
+    let (server, limit, detail) = (query.server.as_deref(), query.limit, query.detail);
     if let Some(server) = server {
         pool.ensure_known(server)?;
     }
@@ -145,7 +187,7 @@ pub async fn search(
             }),
         }
     }
-    let matches = catalog::search(&entries, query, None, limit)
+    let matches = catalog::search(&entries, &query.text, None, limit)
         .into_iter()
         .map(|hit| {
             let e = hit.entry;
@@ -210,4 +252,24 @@ pub async fn tool_schema(pool: &UpstreamPool, name: &str) -> Result<ToolSchema, 
 /// Every configured server and its state (connects nothing).
 pub async fn servers(pool: &UpstreamPool) -> Vec<ServerStatus> {
     pool.statuses().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_defaulted_and_bounded_once() {
+        let query = |limit| SearchQuery::new("q".into(), None, limit, Detail::Name).limit;
+        assert_eq!(query(None), DEFAULT_LIMIT);
+        assert_eq!(query(Some(0)), 1);
+        assert_eq!(query(Some(7)), 7);
+        assert_eq!(query(Some(10_000)), MAX_LIMIT);
+        let args: SearchArgs = serde_json::from_value(serde_json::json!({"query": "git"})).unwrap();
+        assert_eq!(SearchQuery::from(args).detail, Detail::Summary);
+        assert!(
+            serde_json::from_value::<SearchArgs>(serde_json::json!({"query": "a", "x": 1}))
+                .is_err()
+        );
+    }
 }

@@ -1,30 +1,35 @@
-//! The MCP server the client talks to: the rmcp `ServerHandler` exposing the tools in
-//! [`tools`], over stdio or streamable HTTP ([`http`]). It validates arguments, delegates to the
-//! executor and the directory, and turns every outcome into `structuredContent` plus one
-//! readable text block. It holds no policy of its own.
+//! The MCP server the client talks to: the rmcp `ServerHandler` over stdio or streamable HTTP
+//! ([`http`]). Each tool's schema sits next to its handler: [`execute`] (`executeTypescript`,
+//! `executePython`), [`catalog`] (`searchTools`, `getToolSchema`, `listServers`) and
+//! [`health`]. This module routes a call to its handler, parses its arguments, reports progress,
+//! turns a client's cancellation into the execution's, and turns every outcome into
+//! `structuredContent` plus one readable text block. It holds no policy of its own.
 
+mod catalog;
+mod execute;
+mod health;
 pub mod http;
-pub mod tools;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::directory;
-use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
+use crate::executor::Executor;
+use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
+use crate::upstream::UpstreamPool;
 
 /// How often a long execution reports progress, when the client asked for it.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -42,6 +47,10 @@ pub struct RuntimeInfo {
 #[derive(Clone)]
 pub struct Front {
     executor: Arc<Executor>,
+    upstream: Arc<UpstreamPool>,
+    metrics: Arc<Metrics>,
+    /// Whether executions and tool calls are audited.
+    audit: bool,
     runtime: Arc<RuntimeInfo>,
     tools: Arc<Vec<Tool>>,
     started: Instant,
@@ -87,43 +96,32 @@ fn is_printable(s: &str) -> bool {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ExecuteArgs {
-    code: String,
-    #[serde(default)]
-    allowed_tools: Vec<String>,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchArgs {
-    query: String,
-    #[serde(default)]
-    server: Option<String>,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    detail: directory::Detail,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SchemaArgs {
-    name: String,
-}
-
-#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NoArgs {}
 
+/// Every tool, in the order listed.
+fn all_tools() -> Vec<Tool> {
+    let mut tools = Vec::from(execute::tools());
+    tools.extend(catalog::tools());
+    tools.push(health::tool());
+    tools
+}
+
 impl Front {
-    pub fn new(executor: Arc<Executor>, runtime: RuntimeInfo) -> Self {
+    pub fn new(
+        executor: Arc<Executor>,
+        upstream: Arc<UpstreamPool>,
+        metrics: Arc<Metrics>,
+        audit: bool,
+        runtime: RuntimeInfo,
+    ) -> Self {
         Front {
             executor,
+            upstream,
+            metrics,
+            audit,
             runtime: Arc::new(runtime),
-            tools: Arc::new(tools::all()),
+            tools: Arc::new(all_tools()),
             started: Instant::now(),
         }
     }
@@ -133,7 +131,7 @@ impl Front {
         self.dispatch_for(name, args, &Caller::default()).await
     }
 
-    /// Dispatches one tool call for `caller` (its session and cancellation).
+    /// Routes one tool call for `caller` (its session and cancellation) to its handler.
     async fn dispatch_for(
         &self,
         name: &str,
@@ -141,118 +139,23 @@ impl Front {
         caller: &Caller,
     ) -> Result<CallToolResult, String> {
         match name {
-            tools::EXECUTE_TYPESCRIPT | tools::EXECUTE_PYTHON => {
-                let a: ExecuteArgs = parse(name, args)?;
-                let language = if name == tools::EXECUTE_PYTHON {
-                    Language::Python
-                } else {
-                    Language::Typescript
-                };
-                let report = self
-                    .executor
-                    .execute(ExecutionRequest {
-                        language,
-                        code: a.code,
-                        allowed_tools: a.allowed_tools,
-                        timeout_ms: a.timeout_ms,
-                        session: caller.session.clone(),
-                        cancel: caller.cancel.clone(),
-                    })
-                    .await;
-                Ok(execution_result(report))
+            execute::TYPESCRIPT => {
+                Ok(execute::run(self, Language::Typescript, parse(name, args)?, caller).await)
             }
-            tools::SEARCH_TOOLS => {
-                let a: SearchArgs = parse(name, args)?;
-                let limit = a.limit.unwrap_or(10).clamp(1, 100);
-                let found = directory::search(
-                    self.executor.upstream(),
-                    &a.query,
-                    a.server.as_deref(),
-                    limit,
-                    a.detail,
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-                let text = found.text(&a.query);
-                structured(&found, text)
+            execute::PYTHON => {
+                Ok(execute::run(self, Language::Python, parse(name, args)?, caller).await)
             }
-            tools::GET_TOOL_SCHEMA => {
-                let a: SchemaArgs = parse(name, args)?;
-                let schema = directory::tool_schema(self.executor.upstream(), &a.name)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let text = format!("{}\n{}", schema.signature, schema.description);
-                structured(&schema, text)
-            }
-            tools::LIST_SERVERS => {
-                let _: NoArgs = parse(name, args)?;
-                let servers = directory::servers(self.executor.upstream()).await;
-                let text = servers
-                    .iter()
-                    .map(|s| {
-                        let mut line = format!("{} ({}): {}", s.name, s.transport, s.state);
-                        if let Some(n) = s.tools {
-                            line.push_str(&format!(", {n} tools"));
-                        }
-                        if let Some(e) = &s.error {
-                            line.push_str(&format!(" - {e}"));
-                        }
-                        line
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                structured(&json!({ "servers": servers }), text)
-            }
-            tools::HEALTH => {
-                let _: NoArgs = parse(name, args)?;
-                let servers = directory::servers(self.executor.upstream()).await;
-                let failed = servers.iter().filter(|s| s.state == "failed").count();
-                let status = if self.runtime.deno.is_none() || failed > 0 {
-                    "degraded"
-                } else {
-                    "ok"
-                };
-                let counters = self.executor.counters();
-                let recent_errors = self.executor.metrics().recent_errors();
-                let text = format!(
-                    "{status}: {} servers ({failed} failed), deno {}, {} running, {} queued, warm workers ts {}/{} py {}/{}, {} errors in the last {} s",
-                    servers.len(),
-                    self.runtime.deno.as_deref().unwrap_or("missing"),
-                    counters.running,
-                    counters.queued,
-                    counters.warm_typescript_workers,
-                    counters.pool_size_typescript,
-                    counters.warm_python_workers,
-                    counters.pool_size_python,
-                    recent_errors.values().sum::<u64>(),
-                    crate::ops::metrics::RECENT_WINDOW.as_secs(),
-                );
-                let health = json!({
-                    "status": status,
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "uptimeMs": self.started.elapsed().as_millis() as u64,
-                    "runtime": &*self.runtime,
-                    "servers": {
-                        "configured": servers.len(),
-                        "connected": servers.iter().filter(|s| s.state == "connected").count(),
-                        "failed": failed,
-                        "states": servers.iter().map(|s| json!({
-                            "name": s.name,
-                            "state": s.state,
-                            "error": s.error,
-                        })).collect::<Vec<_>>(),
-                    },
-                    "executions": counters,
-                    "recentErrors": {
-                        "windowSeconds": crate::ops::metrics::RECENT_WINDOW.as_secs(),
-                        "counts": recent_errors,
-                    },
-                    "audit": self.executor.audit().is_enabled(),
-                });
-                structured(&health, text)
-            }
+            catalog::SEARCH_TOOLS => catalog::search(self, parse(name, args)?).await,
+            catalog::GET_TOOL_SCHEMA => catalog::schema(self, parse(name, args)?).await,
+            catalog::LIST_SERVERS => catalog::servers(self, parse(name, args)?).await,
+            health::HEALTH => health::report(self, parse(name, args)?).await,
             other => Err(format!(
-                "unknown tool `{other}`; available: executeTypescript, executePython, searchTools, getToolSchema, listServers, health"
+                "unknown tool `{other}`; available: {}",
+                self.tools
+                    .iter()
+                    .map(|t| t.name.as_ref())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
         }
     }
@@ -273,38 +176,12 @@ fn structured<T: serde::Serialize>(value: &T, text: String) -> Result<CallToolRe
     Ok(result)
 }
 
-/// The readable text of an execution: output, then the result or the error.
-fn execution_text(report: &ExecutionReport) -> String {
-    let mut text = report.output.clone();
-    let mut add = |part: String| {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&part);
-    };
-    if let Some(result) = &report.result {
-        add(format!(
-            "Result: {}",
-            serde_json::to_string_pretty(result).unwrap_or_default()
-        ));
+/// A tool schema as rmcp holds it.
+fn object(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => unreachable!("tool schemas are objects"),
     }
-    if let Some(error) = &report.error {
-        add(format!("Error: {error}"));
-    }
-    if text.is_empty() {
-        text.push_str("(no output)");
-    }
-    text
-}
-
-fn execution_result(report: ExecutionReport) -> CallToolResult {
-    let text = execution_text(&report);
-    let success = report.success;
-    let value = serde_json::to_value(&report).unwrap_or(Value::Null);
-    let mut result = CallToolResult::structured(value);
-    result.content = vec![ContentBlock::text(text)];
-    result.is_error = Some(!success);
-    result
 }
 
 impl ServerHandler for Front {
@@ -384,5 +261,33 @@ impl ServerHandler for Front {
             "front: call answered"
         );
         Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tool_list_stays_under_budget() {
+        let tools = all_tools();
+        let size = serde_json::to_string(&serde_json::json!({"tools": tools}))
+            .unwrap()
+            .len();
+        println!("tools/list is {size} bytes");
+        assert!(size < 2500, "tools/list is {size} bytes");
+        assert!(tools.iter().all(|t| t.output_schema.is_some()));
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            [
+                "executeTypescript",
+                "executePython",
+                "searchTools",
+                "getToolSchema",
+                "listServers",
+                "health"
+            ]
+        );
     }
 }

@@ -1,14 +1,26 @@
 //! The sandbox: jailed Deno worker processes that run untrusted code, one execution each.
-//! `proto` is the host↔worker message format, `host` spawns and drives workers, `pool` keeps
-//! ready workers warm, `snapshot` makes and verifies the Pyodide memory snapshot and `seed` the
-//! Deno cache every worker starts with, `jail` is the confinement applied between fork and exec
-//! (and the only home of `unsafe`), and `worker/` holds the JavaScript that runs inside the
-//! worker.
+//!
+//! - `proto`: the host↔worker messages (pure data, no I/O).
+//! - `launch`: how a Deno process is started ([`launch::WorkerConfig`], the one command builder).
+//! - `host`: spawning a worker, driving one execution over its pipes, killing it.
+//! - `outcome`: how a run ended, the output cap, the words for failures.
+//! - `pool`: warm workers per language; `pause`: holding back starting workers meanwhile.
+//! - `stage`: the private copy of the wrapper modules a worker may read.
+//! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `seed`: what every
+//!   worker starts from (the verified snapshot and its Deno cache seed).
+//! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
+//! - `jail`: the confinement applied between fork and exec, and every syscall the sandbox makes
+//!   (the only home of `unsafe` besides the posture probes).
+//! - `worker/`: the JavaScript that runs inside the worker.
 
 pub mod host;
 pub mod jail;
+pub mod launch;
+pub mod outcome;
+pub mod pause;
 pub mod pool;
 pub mod proto;
 pub mod runtimes;
 pub mod seed;
 pub mod snapshot;
+pub mod stage;

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use super::host::{SpawnError, Starting, Worker, WorkerConfig};
+use super::host::{SpawnError, Worker};
+use super::launch::WorkerConfig;
+use super::pause::Starting;
 use super::proto::Language;
 
 /// A stock of ready workers for one language.

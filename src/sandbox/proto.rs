@@ -3,7 +3,7 @@
 //! Pure data and parsing: no I/O. Everything a worker sends is untrusted; parsing is strict
 //! (unknown message types, a wrong version or malformed fields are protocol violations).
 
-use crate::catalog::directory::Detail;
+use crate::catalog::directory::{SearchArgs, SearchQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -12,11 +12,14 @@ pub const VERSION: u32 = 1;
 /// The longest line a worker may send (bytes). Longer lines end the execution.
 pub const MAX_WORKER_LINE: usize = 4 * 1024 * 1024;
 
-/// The language an execution runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The language of sandboxed code: what an execution runs, and what a wrapper module is
+/// written in (`--lang ts|py` on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
+    #[value(name = "ts")]
     Typescript,
+    #[value(name = "py")]
     Python,
 }
 
@@ -25,6 +28,14 @@ impl Language {
         match self {
             Language::Typescript => "typescript",
             Language::Python => "python",
+        }
+    }
+
+    /// The file extension of its source files (wrapper modules).
+    pub fn extension(self) -> &'static str {
+        match self {
+            Language::Typescript => "ts",
+            Language::Python => "py",
         }
     }
 }
@@ -76,12 +87,7 @@ pub enum HostRequest {
         /// Return the downstream result untouched instead of its most useful form.
         raw: bool,
     },
-    SearchTools {
-        query: String,
-        server: Option<String>,
-        limit: Option<usize>,
-        detail: Detail,
-    },
+    SearchTools(SearchQuery),
     GetToolSchema {
         name: String,
     },
@@ -160,17 +166,6 @@ struct CallToolParams {
 }
 
 #[derive(Deserialize)]
-struct SearchParams {
-    query: String,
-    #[serde(default)]
-    server: Option<String>,
-    #[serde(default)]
-    limit: Option<usize>,
-    #[serde(default)]
-    detail: Detail,
-}
-
-#[derive(Deserialize)]
 struct SchemaParams {
     name: String,
 }
@@ -244,13 +239,8 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
             })
         }
         "searchTools" => {
-            let p: SearchParams = fields("searchTools", params)?;
-            Ok(HostRequest::SearchTools {
-                query: p.query,
-                server: p.server,
-                limit: p.limit,
-                detail: p.detail,
-            })
+            let args: SearchArgs = fields("searchTools", params)?;
+            Ok(HostRequest::SearchTools(args.into()))
         }
         "getToolSchema" => {
             let p: SchemaParams = fields("getToolSchema", params)?;

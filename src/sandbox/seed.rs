@@ -1,14 +1,46 @@
-//! The seed of every worker's Deno cache: the module-analysis databases a trusted run of the
-//! runner leaves in its `DENO_DIR` (see [`super::snapshot`]), saved beside the Pyodide snapshot
-//! with their SHA-256 sums, verified and held in memory by the server, and copied into each new
+//! What every new worker starts from: [`Prepared`], the verified output of the trusted
+//! preparation run (see [`super::snapshot`]), held in a [`PreparedSlot`] while it is usable.
+//! It is the Pyodide memory snapshot and the seed of every worker's Deno cache: the
+//! module-analysis databases that run leaves in its `DENO_DIR`, saved beside the snapshot with
+//! their SHA-256 sums, verified and held in memory by the server, and copied into each new
 //! worker's private `DENO_DIR`. With them Deno does not parse the runner and Pyodide's 1.3 MB of
 //! JavaScript again in every worker (about 90 ms of a cold Python start). Each worker gets its
 //! own copy, written before it starts: nothing flows from one worker to another.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
+
+/// What the trusted preparation run made (see [`super::snapshot`]), verified.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Prepared {
+    /// The Pyodide memory snapshot Python workers start from.
+    pub snapshot: PathBuf,
+    /// What every new worker's Deno cache starts with.
+    pub seed: CacheSeed,
+}
+
+/// What workers currently start from, shared by every clone of a config.
+#[derive(Debug, Clone, Default)]
+pub struct PreparedSlot(Arc<RwLock<Option<Arc<Prepared>>>>);
+
+impl PreparedSlot {
+    pub fn get(&self) -> Option<Arc<Prepared>> {
+        self.0.read().expect("prepared slot lock").clone()
+    }
+
+    pub fn set(&self, prepared: Prepared) {
+        *self.0.write().expect("prepared slot lock") = Some(Arc::new(prepared));
+    }
+
+    /// Stops using the snapshot and its seed (Python then starts the slow way, but still
+    /// starts).
+    pub fn discard(&self) {
+        *self.0.write().expect("prepared slot lock") = None;
+    }
+}
 
 /// The list of files and their sums, inside a saved seed directory.
 const SUMS: &str = "SHA256SUMS";

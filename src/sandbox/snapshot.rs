@@ -11,9 +11,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::host::{WorkerConfig, runner_url};
-use super::jail;
-use super::seed::CacheSeed;
+use super::launch::{Purpose, WorkerConfig, runner_url};
+use super::seed::{CacheSeed, Prepared};
 use crate::sandbox::runtimes::{DENO, PYODIDE};
 
 /// How long making a snapshot may take (a full Pyodide start plus stdlib imports).
@@ -49,15 +48,6 @@ fn digest_path(snapshot: &Path) -> PathBuf {
 
 fn seed_path(snapshot: &Path) -> PathBuf {
     snapshot.with_extension("deno-cache")
-}
-
-/// What the trusted run made, verified.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Prepared {
-    /// The Pyodide memory snapshot Python workers start from.
-    pub snapshot: PathBuf,
-    /// What every new worker's Deno cache starts with.
-    pub seed: CacheSeed,
 }
 
 fn sha256_of(path: &Path) -> Option<String> {
@@ -100,26 +90,8 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared,
     for dir in [&workdir, &deno_dir] {
         std::fs::create_dir(dir).map_err(io(dir))?;
     }
-    let mut cmd = tokio::process::Command::new(&config.deno);
-    jail::confine(&mut cmd, config.jail);
-    cmd.env("DENO_DIR", &deno_dir)
-        .current_dir(&workdir)
-        .args([
-            "run",
-            "--no-prompt",
-            "--no-config",
-            "--no-lock",
-            "--no-remote",
-            "--no-npm",
-            "--quiet",
-        ])
-        .arg(format!("--allow-read={}", config.pyodide_dir.display()))
-        .arg(format!("--allow-write={}", out.display()))
-        .arg(runner_url())
-        .arg("snapshot")
-        .arg(&config.pyodide_dir)
-        .arg(&out)
-        .stdin(Stdio::null())
+    let mut cmd = config.deno_command(Purpose::Snapshot { out: &out }, &deno_dir, &workdir);
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     tracing::info!("making the Pyodide memory snapshot (once per runtime version)");

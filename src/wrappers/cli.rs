@@ -4,15 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Lang, Module};
+use super::Module;
 use crate::config::settings::Settings;
+use crate::sandbox::proto::Language;
 
 /// The command-line arguments of `wrappers`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WrappersArgs {
     /// Language of the modules (repeatable). Default: both.
     #[arg(long = "lang", value_enum)]
-    pub langs: Vec<Lang>,
+    pub langs: Vec<Language>,
     /// Output directory. Default: the `wrappers_dir` setting, where the sandbox imports them
     /// from.
     #[arg(long, value_name = "DIR")]
@@ -58,7 +59,7 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
         .clone()
         .unwrap_or_else(|| settings.wrappers_dir.clone());
     let langs = if args.langs.is_empty() {
-        vec![Lang::Ts, Lang::Py]
+        vec![Language::Typescript, Language::Python]
     } else {
         args.langs.clone()
     };

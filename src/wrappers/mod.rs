@@ -19,22 +19,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::catalog;
-
-/// The language of a wrapper module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
-    Ts,
-    Py,
-}
-
-impl Lang {
-    pub fn extension(self) -> &'static str {
-        match self {
-            Lang::Ts => "ts",
-            Lang::Py => "py",
-        }
-    }
-}
+use crate::sandbox::proto::Language;
 
 /// One generated module.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -342,11 +327,11 @@ fn sorted_tools(tools: &[Tool]) -> Vec<&Tool> {
 }
 
 /// Generates the module for one server.
-pub fn generate(server: &str, tools: &[Tool], lang: Lang, module: &str) -> Module {
+pub fn generate(server: &str, tools: &[Tool], lang: Language, module: &str) -> Module {
     let hash = schema_hash(tools);
     let text = match lang {
-        Lang::Ts => typescript(server, tools, &hash, module),
-        Lang::Py => python(server, tools, &hash, module),
+        Language::Typescript => typescript(server, tools, &hash, module),
+        Language::Python => python(server, tools, &hash, module),
     };
     Module {
         server: server.to_string(),
@@ -358,7 +343,7 @@ pub fn generate(server: &str, tools: &[Tool], lang: Lang, module: &str) -> Modul
 
 /// Generates every server's module, with module names unique across servers (servers sorted
 /// by name).
-pub fn generate_all(servers: &[(String, Vec<Tool>)], lang: Lang) -> Vec<Module> {
+pub fn generate_all(servers: &[(String, Vec<Tool>)], lang: Language) -> Vec<Module> {
     let mut sorted: Vec<&(String, Vec<Tool>)> = servers.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut taken = BTreeSet::new();
@@ -761,7 +746,7 @@ mod tests {
 
     #[test]
     fn typescript_module() {
-        let m = generate("Test-Store", &tools(), Lang::Ts, "test_store");
+        let m = generate("Test-Store", &tools(), Language::Typescript, "test_store");
         let t = &m.text;
         assert_eq!(m.file_name, "test_store.ts");
         assert_eq!(header_hash(t), Some(m.schema_hash.as_str()));
@@ -791,7 +776,7 @@ mod tests {
 
     #[test]
     fn python_module() {
-        let m = generate("Test-Store", &tools(), Lang::Py, "test_store");
+        let m = generate("Test-Store", &tools(), Language::Python, "test_store");
         let t = &m.text;
         assert!(
             t.contains("async def git_status(*, repo_path: str) -> Any:"),
@@ -817,14 +802,14 @@ mod tests {
     fn deterministic_and_staleness() {
         let mut reversed = tools();
         reversed.reverse();
-        let a = generate_all(&[("s".into(), tools())], Lang::Ts);
-        let b = generate_all(&[("s".into(), reversed)], Lang::Ts);
+        let a = generate_all(&[("s".into(), tools())], Language::Typescript);
+        let b = generate_all(&[("s".into(), reversed)], Language::Typescript);
         assert_eq!(a, b);
         let files = |text: String| move |_: &str| Some(text.clone());
         assert!(check(&a, &files(a[0].text.clone())).is_empty());
         let mut changed = tools();
         changed[0].description = Some("Shows the status".into());
-        let c = generate_all(&[("s".into(), changed)], Lang::Ts);
+        let c = generate_all(&[("s".into(), changed)], Language::Typescript);
         assert_ne!(a[0].schema_hash, c[0].schema_hash);
         let stale = check(&c, &files(a[0].text.clone()));
         assert_eq!(stale.len(), 1);
@@ -833,7 +818,7 @@ mod tests {
         // Two servers with the same module name get distinct files.
         let two = generate_all(
             &[("a-b".into(), tools()), ("a_b".into(), tools())],
-            Lang::Py,
+            Language::Python,
         );
         assert_eq!(two[0].file_name, "a_b.py");
         assert_eq!(two[1].file_name, "a_b_2.py");

@@ -1,0 +1,86 @@
+//! `searchTools`, `getToolSchema` and `listServers`: their schemas, their arguments and their
+//! replies. The answers come from the live directory (`catalog::directory`).
+
+use rmcp::model::{CallToolResult, Tool};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Front, NoArgs, object, structured};
+use crate::catalog::directory::{self, SearchArgs, SearchQuery};
+
+pub(super) const SEARCH_TOOLS: &str = "searchTools";
+pub(super) const GET_TOOL_SCHEMA: &str = "getToolSchema";
+pub(super) const LIST_SERVERS: &str = "listServers";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SchemaArgs {
+    name: String,
+}
+
+pub(super) fn tools() -> [Tool; 3] {
+    let tool = |name, description, input, output| {
+        Tool::new(name, description, object(input)).with_raw_output_schema(object(output))
+    };
+    [
+        tool(
+            SEARCH_TOOLS,
+            "Find downstream tools by keywords.",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string"},
+                "server": {"type": "string"},
+                "limit": {"type": "integer"},
+                "detail": {"enum": ["name", "summary", "full"]}
+            }, "required": ["query"]}),
+            json!({"type": "object", "properties": {"matches": {"type": "array"}}}),
+        ),
+        tool(
+            GET_TOOL_SCHEMA,
+            "A tool's schemas and TypeScript signature, by name (mcp__server__tool).",
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            json!({"type": "object"}),
+        ),
+        tool(
+            LIST_SERVERS,
+            "Configured MCP servers and their state.",
+            json!({"type": "object"}),
+            json!({"type": "object"}),
+        ),
+    ]
+}
+
+pub(super) async fn search(front: &Front, args: SearchArgs) -> Result<CallToolResult, String> {
+    let query = SearchQuery::from(args);
+    let found = directory::search(&front.upstream, &query)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = found.text(&query.text);
+    structured(&found, text)
+}
+
+pub(super) async fn schema(front: &Front, args: SchemaArgs) -> Result<CallToolResult, String> {
+    let schema = directory::tool_schema(&front.upstream, &args.name)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = format!("{}\n{}", schema.signature, schema.description);
+    structured(&schema, text)
+}
+
+pub(super) async fn servers(front: &Front, _: NoArgs) -> Result<CallToolResult, String> {
+    let servers = directory::servers(&front.upstream).await;
+    let text = servers
+        .iter()
+        .map(|s| {
+            let mut line = format!("{} ({}): {}", s.name, s.transport, s.state);
+            if let Some(n) = s.tools {
+                line.push_str(&format!(", {n} tools"));
+            }
+            if let Some(e) = &s.error {
+                line.push_str(&format!(" - {e}"));
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    structured(&json!({ "servers": servers }), text)
+}

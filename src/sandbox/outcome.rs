@@ -1,0 +1,252 @@
+//! How one run ended, as the host reports it: the outcome (end, output, value, error, peak
+//! memory), the output buffer with its cap and marker, and the words for a worker that failed
+//! (the user's error with its stack once; a crash, a signal or an out-of-memory death). Pure
+//! data and text: no processes.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::proto::{self, Stream};
+
+/// The result of one run.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub success: bool,
+    pub end: EndKind,
+    pub output: String,
+    pub value: Option<Value>,
+    pub error: Option<String>,
+    pub duration: Duration,
+    /// Peak resident memory of the worker, when it could be read.
+    pub peak_memory_bytes: Option<u64>,
+}
+
+/// How a run ended, for audit records and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndKind {
+    Ok,
+    /// The code threw (or Python raised).
+    CodeError,
+    Timeout,
+    Cancelled,
+    OutOfMemory,
+    /// The worker died or broke the protocol.
+    WorkerFailed,
+}
+
+impl EndKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndKind::Ok => "ok",
+            EndKind::CodeError => "code_error",
+            EndKind::Timeout => "timeout",
+            EndKind::Cancelled => "cancelled",
+            EndKind::OutOfMemory => "out_of_memory",
+            EndKind::WorkerFailed => "worker_failed",
+        }
+    }
+}
+
+/// How the drive of a worker ended, before it is reported.
+pub enum Ending {
+    Done(Option<Value>),
+    UserError(String),
+    Failed(String),
+    TimedOut(Duration),
+    Cancelled,
+    WorkerExited,
+}
+
+impl Ending {
+    /// The run's end, returned value and error message; `diagnosis` explains a worker that
+    /// exited on its own (see [`diagnose_exit`]).
+    pub fn settle(self, diagnosis: Option<String>) -> (EndKind, Option<Value>, Option<String>) {
+        match self {
+            Ending::Done(value) => (EndKind::Ok, value, None),
+            Ending::UserError(e) => (EndKind::CodeError, None, Some(e)),
+            Ending::Failed(e) => (EndKind::WorkerFailed, None, Some(e)),
+            Ending::TimedOut(after) => (
+                EndKind::Timeout,
+                None,
+                Some(format!(
+                    "execution timed out after {} ms and was killed",
+                    after.as_millis()
+                )),
+            ),
+            Ending::Cancelled => (
+                EndKind::Cancelled,
+                None,
+                Some("execution cancelled by the client; the worker was killed".into()),
+            ),
+            Ending::WorkerExited => {
+                let diagnosis = diagnosis.unwrap_or_else(|| "the worker exited".into());
+                let kind = if diagnosis.starts_with(OUT_OF_MEMORY) {
+                    EndKind::OutOfMemory
+                } else {
+                    EndKind::WorkerFailed
+                };
+                (kind, None, Some(diagnosis))
+            }
+        }
+    }
+}
+
+/// How an out-of-memory diagnosis starts.
+const OUT_OF_MEMORY: &str = "out of memory";
+
+pub fn describe_user_error(error: Option<proto::UserError>) -> String {
+    let Some(error) = error else {
+        return "the code failed without an error value".into();
+    };
+    let head = match (error.name.is_empty(), error.message.is_empty()) {
+        (true, _) => error.message.clone(),
+        (false, true) => error.name.clone(),
+        (false, false) => format!("{}: {}", error.name, error.message),
+    };
+    match error.stack {
+        // V8 stacks start with "Name: message" and Python tracebacks end with it; don't say
+        // it twice.
+        Some(stack) if !stack.is_empty() => {
+            if stack.starts_with(&head) || stack.trim_end().ends_with(&head) {
+                stack
+            } else {
+                format!("{head}\n{stack}")
+            }
+        }
+        _ => head,
+    }
+}
+
+pub fn diagnose_exit(
+    status: Option<std::process::ExitStatus>,
+    stderr: &str,
+    heap_mb: u32,
+) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let lower = stderr.to_ascii_lowercase();
+    if lower.contains("out of memory") || lower.contains("allocation failed") {
+        return format!(
+            "{OUT_OF_MEMORY}: the execution exceeded the worker's memory limit (V8 heap {heap_mb} MiB) and was killed"
+        );
+    }
+    let how = match status {
+        Some(s) if s.signal().is_some() => format!("killed by signal {}", s.signal().unwrap_or(0)),
+        Some(s) => format!("exited with code {}", s.code().unwrap_or(-1)),
+        None => "stopped".to_string(),
+    };
+    let tail = stderr.trim();
+    if tail.is_empty() {
+        format!("the worker {how} before finishing")
+    } else {
+        format!(
+            "the worker {how} before finishing: {}",
+            truncate(tail, 2000)
+        )
+    }
+}
+
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Output of one execution, capped at a byte limit with a visible marker.
+#[derive(Debug)]
+pub struct OutputBuffer {
+    text: String,
+    limit: usize,
+    dropped: usize,
+}
+
+impl OutputBuffer {
+    pub fn new(limit: usize) -> Self {
+        OutputBuffer {
+            text: String::new(),
+            limit,
+            dropped: 0,
+        }
+    }
+
+    pub fn push(&mut self, _stream: Stream, text: &str) {
+        let room = self.limit.saturating_sub(self.text.len());
+        if text.len() <= room && self.dropped == 0 {
+            self.text.push_str(text);
+            return;
+        }
+        let kept = truncate(text, room);
+        self.text.push_str(kept);
+        self.dropped += text.len() - kept.len();
+    }
+
+    pub fn finish(self) -> String {
+        let mut text = self.text;
+        if self.dropped > 0 {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            // The worker stops sending once over the limit, so only the limit is known here.
+            text.push_str(&format!(
+                "[output truncated: the output exceeded the {}-byte limit]",
+                self.limit
+            ));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_is_capped_with_a_marker() {
+        let mut out = OutputBuffer::new(10);
+        out.push(Stream::Stdout, "12345");
+        out.push(Stream::Stdout, "678901234");
+        out.push(Stream::Stderr, "zz");
+        let text = out.finish();
+        assert_eq!(
+            text,
+            "1234567890\n[output truncated: the output exceeded the 10-byte limit]"
+        );
+    }
+
+    #[test]
+    fn truncation_respects_utf8() {
+        let mut out = OutputBuffer::new(4);
+        out.push(Stream::Stdout, "aé€");
+        let text = out.finish();
+        assert!(text.starts_with("aé\n[output truncated"), "{text}");
+    }
+
+    #[test]
+    fn oom_is_named() {
+        let msg = diagnose_exit(
+            None,
+            "\n#\n# Fatal JavaScript out of memory: Reached heap limit\n",
+            64,
+        );
+        assert!(msg.starts_with("out of memory"), "{msg}");
+    }
+
+    #[test]
+    fn user_errors_keep_the_stack_once() {
+        let e = proto::UserError {
+            name: "Error".into(),
+            message: "boom".into(),
+            stack: Some("Error: boom\n    at <user code>:1:7".into()),
+        };
+        assert_eq!(
+            describe_user_error(Some(e)),
+            "Error: boom\n    at <user code>:1:7"
+        );
+    }
+}
