@@ -24,9 +24,9 @@ use super::jail::{self, JailPolicy};
 use super::proto::{self, HostRequest, Language, Stream, WorkerMessage};
 use super::snapshot::Prepared;
 
-/// The worker bootstrap, embedded in the binary and handed to Deno as a `data:` URL, so no file
-/// on disk is needed and none can be swapped.
-const RUNNER_JS: &str = include_str!("worker/runner.js");
+/// The worker bootstrap ([`super::runner`]), embedded in the binary and handed to Deno as a
+/// `data:` URL, so no file on disk is needed and none can be swapped.
+const RUNNER_JS: &str = super::runner::SOURCE;
 /// How much of a worker's stderr is kept for diagnostics.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
 
