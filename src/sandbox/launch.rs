@@ -11,11 +11,9 @@ use base64::Engine as _;
 
 use super::jail::{self, JailPolicy};
 use super::proto::Language;
+use super::runner;
 use super::seed::PreparedSlot;
 
-/// The worker bootstrap, embedded in the binary and handed to Deno as a `data:` URL, so no file
-/// on disk is needed and none can be swapped.
-const RUNNER_JS: &str = include_str!("worker/runner.js");
 
 /// Flags of every Deno process the sandbox starts: no prompt, no configuration file, lock file,
 /// remote module or npm package is ever consulted, and Deno's own messages stay quiet.
@@ -159,11 +157,12 @@ impl WorkerConfig {
     }
 }
 
-/// The runner as the `data:` URL Deno runs as its main module.
+/// The runner as the `data:` URL Deno runs as its main module: embedded in the binary, so no
+/// file on disk is needed and none can be swapped.
 pub fn runner_url() -> String {
     format!(
         "data:application/javascript;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(RUNNER_JS)
+        base64::engine::general_purpose::STANDARD.encode(runner::SOURCE)
     )
 }
 

@@ -11,7 +11,8 @@
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
 //! - `jail`: the confinement applied between fork and exec, and every syscall the sandbox makes
 //!   (the only home of `unsafe` besides the posture probes).
-//! - `worker/`: the JavaScript that runs inside the worker.
+//! - `runner`: the JavaScript that runs inside the worker: the numbered plain scripts of
+//!   `runner/`, joined in order into one source.
 
 pub mod host;
 pub mod jail;
@@ -20,6 +21,7 @@ pub mod outcome;
 pub mod pause;
 pub mod pool;
 pub mod proto;
+pub mod runner;
 pub mod runtimes;
 pub mod seed;
 pub mod snapshot;

@@ -1,0 +1,129 @@
+// 40_values.js: errors and values: cleaning stack traces and code frames of user code
+// (`cleanErrorText`, `currentModuleMapper`), `describeError`, `valueToJson`. Relies on 01, 02,
+// `inspectValue` (10) and `WRAPPER_PREFIX` (31).
+
+// ---------------------------------------------------------------------------------------------
+// Errors and values
+// ---------------------------------------------------------------------------------------------
+
+/** Names the plain-JavaScript function in stack traces (`cleanErrorText` maps it to `user.ts`). */
+const PLAIN_JS_NAME = "user-code.js";
+/** Where user code runs: its module's data: URL, or the plain-JavaScript function's name. */
+const USER_LOCATION_RE = new RegExp(
+  "(?:data:application/typescript;base64,[A-Za-z0-9+/=]*(?:\\.{3,}[A-Za-z0-9+/=]*)?|" +
+    PLAIN_JS_NAME.replace(".", "\\.") + "(?:, <anonymous>)?)(?::(\\d+)(?::(\\d+))?)?",
+  "g",
+);
+const RUNNER_URL_RE = /data:application\/javascript;base64,[A-Za-z0-9+\/=]*(?:\.{3,}[A-Za-z0-9+\/=]*)?/g;
+/** Stack frames that are not the user's: this runner's and Deno's internal (`ext:`) ones. */
+const FOREIGN_FRAME_RE = /^\s*at (?:.*[( ])?(?:data:application\/javascript;base64,|ext:)/;
+
+/** `1 | <wrapper>` in a code frame, with the caret line below it (if any) to shift left too. */
+const FRAME_LINE1_RE = new RegExp(
+  "^( *)1 \\| " + WRAPPER_PREFIX.replace(/[.*+?^${}()|[\]\\]/g, "\\$&") +
+    "(.*)(?:\\n( *\\| )" + " ".repeat(WRAPPER_PREFIX.length) + ")?",
+  "gm",
+);
+
+/** @type {((line: number, col: number) => [number, number]) | null} */
+let currentModuleMapper = null;
+
+/**
+ * Removes colours, replaces the user module's data: URL by `user.ts` (with user line numbers),
+ * and drops stack frames that belong to this runner.
+ */
+function cleanErrorText(text, mapper) {
+  let s = stripAnsi(text);
+  s = s.replace(USER_LOCATION_RE, (_m, line, col) => {
+    if (line === undefined) return "user.ts";
+    let l = Number(line);
+    let c = col === undefined ? undefined : Number(col);
+    if (mapper !== null) {
+      const [ml, mc] = mapper(l, c ?? 1);
+      l = ml;
+      if (c !== undefined) c = mc;
+    }
+    return c === undefined ? `user.ts:${l}` : `user.ts:${l}:${c}`;
+  });
+  const lines = s.split("\n").filter((l) => !FOREIGN_FRAME_RE.test(l));
+  s = lines.join("\n").replace(RUNNER_URL_RE, "runner.js");
+  // The plain-JavaScript function's frames are named `eval` by V8 (its callbacks `X.eval`).
+  s = s.replace(/\bat (?:async )?(?:Module\.__user__|eval) \((user\.ts[^)]*)\)/g, "at $1")
+    .replace(/\.eval \((user\.ts[^)]*)\)/g, ".<anonymous> ($1)")
+    .replace(/\bModule\.__user__\b/g, "<main>");
+  // Code frames of parse errors: user line 1 shares its module line with the wrapper.
+  return s.replace(
+    FRAME_LINE1_RE,
+    (_m, pad, rest, caretPad) => `${pad}1 | ${rest}` + (caretPad === undefined ? "" : `\n${caretPad}`),
+  );
+}
+
+/**
+ * Converts anything thrown into the protocol's error object.
+ * @returns {{name: string, message: string, stack?: string}}
+ */
+function describeError(e, mapper) {
+  if (!isErrorLike(e)) {
+    let message;
+    if (e !== null && (typeof e === "object" || typeof e === "function")) message = inspectValue(e);
+    else message = safeString(e);
+    return { name: "Error", message: cleanErrorText(message, mapper) };
+  }
+  let name = "Error";
+  let message = "";
+  let stack;
+  try {
+    name = safeString(e.name ?? "Error");
+  } catch {
+    // keep default
+  }
+  try {
+    message = safeString(e.message ?? "");
+  } catch {
+    // keep default
+  }
+  try {
+    if (typeof e.stack === "string") stack = e.stack;
+  } catch {
+    // no stack
+  }
+  // Deno reports TypeScript parse errors as TypeError("SyntaxError: ...").
+  if (name === "TypeError" && message.startsWith("SyntaxError: ")) {
+    name = "SyntaxError";
+    message = message.slice("SyntaxError: ".length);
+    if (stack !== undefined && stack.startsWith("TypeError: SyntaxError: ")) stack = stack.slice("TypeError: ".length);
+  }
+  message = cleanErrorText(message, mapper);
+  if (stack !== undefined) {
+    stack = cleanErrorText(stack, mapper);
+    try {
+      const cause = e.cause;
+      if (cause !== undefined) {
+        const c = isErrorLike(cause) ? safeString(cause.stack ?? cause) : inspectValue(cause);
+        stack += "\nCaused by: " + cleanErrorText(c, mapper);
+      }
+    } catch {
+      // ignore
+    }
+  }
+  /** @type {{name: string, message: string, stack?: string}} */
+  const out = { name, message };
+  if (stack !== undefined) out.stack = stack;
+  return out;
+}
+
+/**
+ * JSON text for a returned value, or `undefined` when there is no value. Values JSON cannot
+ * represent (BigInt, functions, symbols, cycles) become their `Deno.inspect` string.
+ */
+function valueToJson(v) {
+  if (v === undefined) return undefined;
+  let json;
+  try {
+    json = toJson(v);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined) json = toJson(inspectValue(v));
+  return json;
+}

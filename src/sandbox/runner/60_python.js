@@ -1,0 +1,264 @@
+// 60_python.js: Python (Pyodide): the in-sandbox Python module `sandbox` (`PY_PRELUDE`), the
+// Pyodide state, the host-call bridge, stdout/stderr writers and loading Pyodide
+// (`startPyodide`). Relies on 00, 01, `emitOutput` (10), `hostCall` (20); calls
+// `defineGlobal` (90).
+
+// ---------------------------------------------------------------------------------------------
+// Python (Pyodide)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The in-sandbox Python API and the execution driver, module `sandbox` (file `<sandbox>`; its
+ * frames and Pyodide's are cut from user tracebacks). Installed when the memory snapshot is
+ * made (so a worker starting from it does not compile it again), or in `prepare` without one.
+ * It holds no JavaScript object until `_connect` gives it `_sandbox_host.call` (`pyHostCall`
+ * below) in each worker.
+ */
+const PY_PRELUDE = String.raw`
+import builtins, json, linecache, math, re, sys, traceback, types
+from collections.abc import Mapping
+from pyodide.code import eval_code_async
+from pyodide.ffi import JsException, JsProxy
+_F = "<user code>"
+_INTERNAL = re.compile(r"<sandbox>$|/lib/python[0-9.]*(?:\.zip)?/(?:_?pyodide|site-packages/_?pyodide)/")
+
+class ToolCallError(Exception):
+    "A tool call or lookup was refused or failed (the message is the host's)."
+ToolCallError.__module__ = "builtins"
+
+async def _call(method, params):
+    try:
+        s = json.dumps(params, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"arguments must be JSON-serialisable ({e})") from None
+    try:
+        r = await _host_call(method, s)
+    except JsException as e:
+        err = {"TypeError": TypeError, "RangeError": ValueError}.get(getattr(e, "name", ""), ToolCallError)
+        raise err(getattr(e, "message", str(e))) from None
+    return None if r is None else json.loads(r)
+
+def _str(v, what, fn):
+    if not isinstance(v, str) or not v:
+        raise TypeError(f"{fn}: {what} must be a non-empty string")
+    return v
+
+async def call_mcp_tool(name, tool=None, args=None, *, raw=False):
+    """call_mcp_tool("mcp__server__tool", args) or call_mcp_tool("server", "tool", args); raw=True: the untouched result."""
+    fn = "call_mcp_tool"
+    if isinstance(tool, str):
+        p = {"server": _str(name, "server name", fn), "tool": _str(tool, "tool name", fn)}
+    else:
+        if args is not None:
+            raise TypeError(f"{fn}: expected {fn}(name, args) or {fn}(server, tool, args)")
+        p = {"name": _str(name, "tool name", fn)}
+        args = tool
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise TypeError(f"{fn}: args must be a dict, not {type(args).__name__}")
+    p["args"] = dict(args)
+    if raw:
+        p["raw"] = True
+    return await _call("callTool", p)
+
+async def search_tools(query, server=None, limit=None, detail=None):
+    "Tools matching a query: [{name, server, description}...]; detail: 'name', 'summary' or 'full'."
+    if not isinstance(query, str):
+        raise TypeError("search_tools: query must be a string")
+    p = {"query": query}
+    if server is not None:
+        p["server"] = _str(server, "server", "search_tools")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise TypeError("search_tools: limit must be a non-negative integer")
+        p["limit"] = limit
+    if detail is not None:
+        if detail not in ("name", "summary", "full"):
+            raise TypeError("search_tools: detail must be 'name', 'summary' or 'full'")
+        p["detail"] = detail
+    return await _call("searchTools", p)
+
+async def get_tool_schema(name):
+    "The input schema and description of a tool (qualified name mcp__server__tool)."
+    return await _call("getToolSchema", {"name": _str(name, "name", "get_tool_schema")})
+
+async def list_servers():
+    "The configured MCP servers."
+    return await _call("listServers", {})
+
+API = {"call_mcp_tool": call_mcp_tool, "search_tools": search_tools, "get_tool_schema": get_tool_schema,
+       "list_servers": list_servers, "ToolCallError": ToolCallError,
+       "callMCPTool": call_mcp_tool, "searchTools": search_tools, "getToolSchema": get_tool_schema,
+       "listServers": list_servers}
+
+def _jsonable(v, depth=0, seen=None):
+    "JSON-safe copy: dict/list/tuple/str/int/float/bool/None as such, anything else as repr."
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        return int(v) if -2**53 < v < 2**53 else str(v)
+    if isinstance(v, float):
+        return float(v) if math.isfinite(v) else repr(v)
+    if isinstance(v, JsProxy) and depth < 100:
+        try:
+            w = v.to_py()
+        except BaseException:
+            w = v
+        if not isinstance(w, JsProxy):
+            return _jsonable(w, depth + 1, seen)
+    if isinstance(v, (dict, list, tuple)):
+        if depth >= 100:
+            return f"<{type(v).__name__} nested too deeply>"
+        seen = seen if seen is not None else set()
+        if id(v) not in seen:
+            seen.add(id(v))
+            try:
+                if isinstance(v, dict):
+                    return {k if isinstance(k, str) else _repr(k): _jsonable(x, depth + 1, seen) for k, x in v.items()}
+                return [_jsonable(x, depth + 1, seen) for x in v]
+            finally:
+                seen.discard(id(v))
+    return _repr(v)
+
+def _repr(v):
+    try:
+        return repr(v)
+    except BaseException:
+        return f"<{type(v).__name__} object>"
+
+def _trim(te, seen):
+    if te is None or id(te) in seen:
+        return
+    seen.add(id(te))
+    fs = list(te.stack)
+    first = next((i for i, f in enumerate(fs) if f.filename == _F), 0)
+    te.stack = traceback.StackSummary.from_list([f for f in fs[first:] if not _INTERNAL.search(f.filename or "")])
+    for t in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
+        _trim(t, seen)
+
+def _error(e):
+    try:
+        te = traceback.TracebackException.from_exception(e, limit=-300)
+        _trim(te, set())
+        stack = "".join(te.format()).rstrip("\n")
+    except BaseException as f:
+        stack = f"(traceback unavailable: {_repr(f)})"
+    try:
+        msg = str(e)
+    except BaseException:
+        msg = _repr(e)
+    return {"name": type(e).__name__, "message": msg, "stack": stack}
+
+def _flush():
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except BaseException:
+            pass
+
+async def run(code):
+    "Runs one user program in a fresh __main__; returns the outcome as JSON."
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    g = main.__dict__
+    g["__builtins__"] = builtins
+    g.update(API)
+    linecache.cache[_F] = (len(code), None, code.splitlines(True), _F)
+    try:
+        r = await eval_code_async(code, g, filename=_F)
+        out = {"ok": True} if r is None else {"ok": True, "value": _jsonable(r)}
+    except SystemExit as e:
+        c = e.code
+        if c is None or c == 0:
+            out = {"ok": True}
+        else:
+            out = {"ok": False, "error": {"name": "SystemExit", "message": f"the code called sys.exit({_repr(c)})"}}
+    except BaseException as e:
+        out = {"ok": False, "error": _error(e)}
+    finally:
+        _flush()
+    return json.dumps(out, ensure_ascii=False)
+
+_host_call = None
+
+def _connect(host_call):
+    "Per worker: the host-call bridge, and line-buffered output through the worker's writers."
+    global _host_call
+    _host_call = host_call
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.reconfigure(line_buffering=True)
+        except BaseException:
+            pass
+
+# Emscripten would run these through Node APIs the worker may not use (a fatal error for Pyodide).
+def _system(command):
+    raise OSError(38, "processes are not available in the sandbox")
+def _exit(status):
+    raise SystemExit(status)
+import os, posix
+os.system = posix.system = _system
+os._exit = posix._exit = _exit
+`;
+
+/** @type {any} the Pyodide API, once loaded */
+let pyodide = null;
+/** @type {((code: string) => Promise<string>) | null} the prelude's `run` */
+let pyRun = null;
+
+/** Bridge for the prelude's `_call`: params and result travel as JSON text. */
+function pyHostCall(method, paramsJson) {
+  let params;
+  try {
+    params = JSONParse(String(paramsJson));
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+  return hostCall(String(method), params, pyHostCall).then((v) => (v === undefined ? undefined : JSONStringify(v)));
+}
+
+/** Writes Python's stdout/stderr bytes into the output messages (UTF-8 decoded across writes). */
+function pyWriter(stream) {
+  const decoder = new TextDecoder();
+  return {
+    isatty: false,
+    write(buf) {
+      emitOutput(stream, decoder.decode(buf, { stream: true }));
+      return buf.length;
+    },
+  };
+}
+
+/**
+ * Loads Pyodide from the directory named by the second launch argument (`extra`: snapshot
+ * options), lending it `process` while it loads.
+ */
+async function startPyodide(extra) {
+  let dir = launchArgs[1];
+  if (typeof dir !== "string" || !dir.startsWith("/")) {
+    throw new Error("python: the Pyodide directory must be given as an absolute path (second argument)");
+  }
+  if (!dir.endsWith("/")) dir += "/";
+  const url = new URL("file:///");
+  url.pathname = dir + "pyodide.mjs";
+  // Pyodide (and its Emscripten glue) choose their Node-compatible code paths by looking at
+  // `process` while loading; user code never sees it.
+  if (processPrivate !== undefined) defineGlobal("process", processPrivate);
+  try {
+    const { loadPyodide } = await import(url.href);
+    return await loadPyodide({
+      indexURL: dir,
+      // `_` would otherwise name the worker's real working directory.
+      env: { HOME: "/home/pyodide", _: undefined },
+      _sysExecutable: "/usr/bin/python3",
+      stdin: () => null,
+      stdout: (s) => diag("python stdout while loading: " + s),
+      stderr: (s) => diag("python stderr while loading: " + s),
+      ...extra,
+    });
+  } finally {
+    // Emscripten still reads `process` for getuid/umask/exit codes: a stand-in with nothing of the host.
+    defineGlobal("process", { getuid: () => 0, umask: () => 0o022, exitCode: undefined });
+  }
+}
