@@ -6,7 +6,7 @@
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use super::Refusal;
+use super::refusal::Refusal;
 
 /// A pattern in `allowedTools` that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,6 @@
 //! per tool (`governor`, keyed token buckets refilled per minute), and the per-execution quota.
 //! Pure logic: time comes from the clock the limiter is built with.
 
-use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -11,7 +10,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
-use super::Refusal;
+use super::refusal::{Refusal, Scope};
 
 /// Tool calls per minute allowed in each scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,24 +18,6 @@ pub struct RateQuotas {
     pub per_session: NonZeroU32,
     pub per_server: NonZeroU32,
     pub per_tool: NonZeroU32,
-}
-
-/// The scope a rate limit applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Session,
-    Server,
-    Tool,
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Scope::Session => "client session",
-            Scope::Server => "server",
-            Scope::Tool => "tool",
-        })
-    }
 }
 
 type Keyed<C> =

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use jsonschema::Validator;
 use serde_json::{Map, Value};
 
-use super::Refusal;
+use super::refusal::Refusal;
 
 /// Most schema errors listed in one refusal.
 const MAX_ERRORS: usize = 8;

@@ -1,30 +1,15 @@
-//! The tool catalogue the LLM searches: a ranked search over every downstream tool and
-//! TypeScript signatures generated from tools' JSON Schemas. Pure logic over `rmcp` tool lists.
+//! The tool catalogue: what the LLM and sandboxed code can learn about downstream tools.
+//! `names` (how a tool is named and summarised), `search` (a ranked search over every
+//! downstream tool), `signature` (TypeScript signatures and TypeScript and Python types from tools' JSON
+//! Schemas)
+//! are pure logic over `rmcp` tool lists; `directory` answers searches, schemas and the server
+//! list over the live upstream pool.
 
 pub mod directory;
+mod names;
 mod search;
 mod signature;
 
+pub use names::{one_line, qualified_name};
 pub use search::{CatalogEntry, SearchHit, search, tokens};
-pub use signature::{signature, type_of};
-
-/// The name sandboxed code and the LLM use for a downstream tool.
-pub fn qualified_name(server: &str, tool: &str) -> String {
-    format!("mcp__{server}__{tool}")
-}
-
-/// The first line of a description, cut to `max` characters: enough to choose a tool.
-pub fn one_line(description: Option<&str>, max: usize) -> String {
-    let line = description
-        .unwrap_or_default()
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
-    if line.chars().count() <= max {
-        line.to_string()
-    } else {
-        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{}…", cut.trim_end())
-    }
-}
+pub use signature::{python_type_of, signature, type_of};

@@ -36,7 +36,7 @@ impl CatalogEntry {
     }
 
     pub fn qualified(&self) -> String {
-        super::qualified_name(&self.server, &self.tool)
+        super::names::qualified_name(&self.server, &self.tool)
     }
 }
 

@@ -4,7 +4,11 @@
 //! Covers what tool schemas use in practice: primitive types, enums and consts, arrays, tuples,
 //! objects with required/optional properties and additionalProperties, unions (`anyOf`, `oneOf`,
 //! type arrays), `allOf` as intersections, and local `$ref`s into `$defs`/`definitions`.
-//! Depth is bounded so a recursive schema still gives a finite signature.
+//! Depth is bounded so a recursive schema still gives a finite signature. The Python types of
+//! the typed wrapper modules (`str`, `list[int]`, `Literal[...]`, unions) come from here too, so
+//! both languages read a schema the same way.
+
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
@@ -197,6 +201,91 @@ fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// The Python type for `schema`, resolving `$ref`s against `root` (a readable approximation:
+/// nested objects are `dict`), as typed wrapper modules declare it.
+pub fn python_type_of(schema: &Value, root: &Value) -> String {
+    py_type(schema, root, 0)
+}
+
+fn py_type(schema: &Value, root: &Value, depth: usize) -> String {
+    let Some(obj) = schema.as_object() else {
+        return "Any".into();
+    };
+    if depth > 6 {
+        return "Any".into();
+    }
+    if let Some(r) = obj.get("$ref").and_then(Value::as_str) {
+        return match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
+            Some(target) => py_type(target, root, depth + 1),
+            None => "Any".into(),
+        };
+    }
+    let literal = |v: &Value| -> Option<String> {
+        match v {
+            Value::String(_) => Some(v.to_string()),
+            Value::Bool(true) => Some("True".into()),
+            Value::Bool(false) => Some("False".into()),
+            Value::Null => Some("None".into()),
+            Value::Number(n) if n.is_i64() => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    if let Some(v) = obj.get("const") {
+        return literal(v).map_or("Any".into(), |l| format!("Literal[{l}]"));
+    }
+    if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+        let lits: Option<Vec<String>> = values.iter().map(literal).collect();
+        return match lits {
+            Some(l) if !l.is_empty() => format!("Literal[{}]", l.join(", ")),
+            _ => "Any".into(),
+        };
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(variants) = obj.get(key).and_then(Value::as_array) {
+            return py_union(
+                variants
+                    .iter()
+                    .map(|v| py_type(v, root, depth + 1))
+                    .collect(),
+            );
+        }
+    }
+    let single = |t: &str| -> String {
+        match t {
+            "string" => "str".into(),
+            "integer" => "int".into(),
+            "number" => "float".into(),
+            "boolean" => "bool".into(),
+            "null" => "None".into(),
+            "array" => match obj.get("items") {
+                Some(items @ Value::Object(_)) => {
+                    format!("list[{}]", py_type(items, root, depth + 1))
+                }
+                _ => "list[Any]".into(),
+            },
+            "object" => "dict[str, Any]".into(),
+            _ => "Any".into(),
+        }
+    };
+    match obj.get("type") {
+        Some(Value::String(t)) => single(t),
+        Some(Value::Array(ts)) => {
+            py_union(ts.iter().filter_map(Value::as_str).map(single).collect())
+        }
+        _ if obj.contains_key("properties") => "dict[str, Any]".into(),
+        _ => "Any".into(),
+    }
+}
+
+fn py_union(mut parts: Vec<String>) -> String {
+    let mut seen = BTreeSet::new();
+    parts.retain(|p| seen.insert(p.clone()));
+    if parts.iter().any(|p| p == "Any") || parts.is_empty() {
+        return "Any".into();
+    }
+    parts.join(" | ")
 }
 
 #[cfg(test)]

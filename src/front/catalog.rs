@@ -5,8 +5,9 @@ use rmcp::model::{CallToolResult, Tool};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Front, NoArgs, object, structured};
+use super::reply::{NoArgs, object, structured};
 use crate::catalog::directory::{self, SearchArgs, SearchQuery};
+use crate::upstream::UpstreamPool;
 
 pub(super) const SEARCH_TOOLS: &str = "searchTools";
 pub(super) const GET_TOOL_SCHEMA: &str = "getToolSchema";
@@ -49,25 +50,31 @@ pub(super) fn tools() -> [Tool; 3] {
     ]
 }
 
-pub(super) async fn search(front: &Front, args: SearchArgs) -> Result<CallToolResult, String> {
+pub(super) async fn search(
+    upstream: &UpstreamPool,
+    args: SearchArgs,
+) -> Result<CallToolResult, String> {
     let query = SearchQuery::from(args);
-    let found = directory::search(&front.upstream, &query)
+    let found = directory::search(upstream, &query)
         .await
         .map_err(|e| e.to_string())?;
     let text = found.text(&query.text);
     structured(&found, text)
 }
 
-pub(super) async fn schema(front: &Front, args: SchemaArgs) -> Result<CallToolResult, String> {
-    let schema = directory::tool_schema(&front.upstream, &args.name)
+pub(super) async fn schema(
+    upstream: &UpstreamPool,
+    args: SchemaArgs,
+) -> Result<CallToolResult, String> {
+    let schema = directory::tool_schema(upstream, &args.name)
         .await
         .map_err(|e| e.to_string())?;
     let text = format!("{}\n{}", schema.signature, schema.description);
     structured(&schema, text)
 }
 
-pub(super) async fn servers(front: &Front, _: NoArgs) -> Result<CallToolResult, String> {
-    let servers = directory::servers(&front.upstream).await;
+pub(super) async fn servers(upstream: &UpstreamPool, _: NoArgs) -> Result<CallToolResult, String> {
+    let servers = directory::servers(upstream).await;
     let text = servers
         .iter()
         .map(|s| {

@@ -6,8 +6,10 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Caller, Front, object};
-use crate::executor::{ExecutionReport, ExecutionRequest};
+use tokio_util::sync::CancellationToken;
+
+use super::reply::object;
+use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
 use crate::sandbox::proto::Language;
 
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
@@ -59,22 +61,23 @@ pub(super) fn tools() -> [Tool; 2] {
     ]
 }
 
-/// Runs the code for `caller` and turns the report into the reply.
+/// Runs the code for the client `session` (cancelled by `cancel`) and turns the report into
+/// the reply.
 pub(super) async fn run(
-    front: &Front,
+    executor: &Executor,
     language: Language,
     args: ExecuteArgs,
-    caller: &Caller,
+    session: String,
+    cancel: CancellationToken,
 ) -> CallToolResult {
-    let report = front
-        .executor
+    let report = executor
         .execute(ExecutionRequest {
             language,
             code: args.code,
             allowed_tools: args.allowed_tools,
             timeout_ms: args.timeout_ms,
-            session: caller.session.clone(),
-            cancel: caller.cancel.clone(),
+            session,
+            cancel,
         })
         .await;
     reply(report)

@@ -4,31 +4,54 @@
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::json;
 
-use super::{Front, NoArgs, object, structured};
+use std::time::Instant;
+
+use super::reply::{object, structured};
 use crate::catalog::directory;
-use crate::ops::metrics::RECENT_WINDOW;
+use crate::executor::Executor;
+use crate::ops::metrics::{Metrics, RECENT_WINDOW};
+use crate::upstream::UpstreamPool;
 
 pub(super) const HEALTH: &str = "health";
+
+/// Versions of the sandbox runtimes, for `health`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RuntimeInfo {
+    pub deno: Option<String>,
+    pub pyodide: Option<String>,
+}
+
+/// What the report is made of.
+pub(super) struct Sources<'a> {
+    pub executor: &'a Executor,
+    pub upstream: &'a UpstreamPool,
+    pub metrics: &'a Metrics,
+    /// Whether executions and tool calls are audited.
+    pub audit: bool,
+    pub runtime: &'a RuntimeInfo,
+    /// When the server started.
+    pub started: Instant,
+}
 
 pub(super) fn tool() -> Tool {
     Tool::new(HEALTH, "Server health.", object(json!({"type": "object"})))
         .with_raw_output_schema(object(json!({"type": "object"})))
 }
 
-pub(super) async fn report(front: &Front, _: NoArgs) -> Result<CallToolResult, String> {
-    let servers = directory::servers(&front.upstream).await;
+pub(super) async fn report(sources: Sources<'_>) -> Result<CallToolResult, String> {
+    let servers = directory::servers(&sources.upstream).await;
     let failed = servers.iter().filter(|s| s.state == "failed").count();
-    let status = if front.runtime.deno.is_none() || failed > 0 {
+    let status = if sources.runtime.deno.is_none() || failed > 0 {
         "degraded"
     } else {
         "ok"
     };
-    let counters = front.executor.counters();
-    let recent_errors = front.metrics.recent_errors();
+    let counters = sources.executor.counters();
+    let recent_errors = sources.metrics.recent_errors();
     let text = format!(
         "{status}: {} servers ({failed} failed), deno {}, {} running, {} queued, warm workers ts {}/{} py {}/{}, {} errors in the last {} s",
         servers.len(),
-        front.runtime.deno.as_deref().unwrap_or("missing"),
+        sources.runtime.deno.as_deref().unwrap_or("missing"),
         counters.running,
         counters.queued,
         counters.warm_typescript_workers,
@@ -41,8 +64,8 @@ pub(super) async fn report(front: &Front, _: NoArgs) -> Result<CallToolResult, S
     let health = json!({
         "status": status,
         "version": env!("CARGO_PKG_VERSION"),
-        "uptimeMs": front.started.elapsed().as_millis() as u64,
-        "runtime": &*front.runtime,
+        "uptimeMs": sources.started.elapsed().as_millis() as u64,
+        "runtime": sources.runtime,
         "servers": {
             "configured": servers.len(),
             "connected": servers.iter().filter(|s| s.state == "connected").count(),
@@ -58,7 +81,7 @@ pub(super) async fn report(front: &Front, _: NoArgs) -> Result<CallToolResult, S
             "windowSeconds": RECENT_WINDOW.as_secs(),
             "counts": recent_errors,
         },
-        "audit": front.audit,
+        "audit": sources.audit,
     });
     structured(&health, text)
 }

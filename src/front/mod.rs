@@ -9,18 +9,20 @@ mod catalog;
 mod execute;
 mod health;
 pub mod http;
+mod reply;
+
+pub use health::RuntimeInfo;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -30,18 +32,12 @@ use crate::executor::Executor;
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
 use crate::upstream::UpstreamPool;
+use reply::NoArgs;
 
 /// How often a long execution reports progress, when the client asked for it.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back.";
-
-/// Versions of the sandbox runtimes, for `health`.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct RuntimeInfo {
-    pub deno: Option<String>,
-    pub pyodide: Option<String>,
-}
 
 /// The MCP server handler. Cheap to clone (one per HTTP session).
 #[derive(Clone)]
@@ -95,10 +91,6 @@ fn is_printable(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoArgs {}
-
 /// Every tool, in the order listed.
 fn all_tools() -> Vec<Tool> {
     let mut tools = Vec::from(execute::tools());
@@ -139,16 +131,31 @@ impl Front {
         caller: &Caller,
     ) -> Result<CallToolResult, String> {
         match name {
-            execute::TYPESCRIPT => {
-                Ok(execute::run(self, Language::Typescript, parse(name, args)?, caller).await)
+            execute::TYPESCRIPT | execute::PYTHON => {
+                let language = if name == execute::PYTHON {
+                    Language::Python
+                } else {
+                    Language::Typescript
+                };
+                let args = parse(name, args)?;
+                let (session, cancel) = (caller.session.clone(), caller.cancel.clone());
+                Ok(execute::run(&self.executor, language, args, session, cancel).await)
             }
-            execute::PYTHON => {
-                Ok(execute::run(self, Language::Python, parse(name, args)?, caller).await)
+            catalog::SEARCH_TOOLS => catalog::search(&self.upstream, parse(name, args)?).await,
+            catalog::GET_TOOL_SCHEMA => catalog::schema(&self.upstream, parse(name, args)?).await,
+            catalog::LIST_SERVERS => catalog::servers(&self.upstream, parse(name, args)?).await,
+            health::HEALTH => {
+                let NoArgs {} = parse(name, args)?;
+                let sources = health::Sources {
+                    executor: &self.executor,
+                    upstream: &self.upstream,
+                    metrics: &self.metrics,
+                    audit: self.audit,
+                    runtime: &self.runtime,
+                    started: self.started,
+                };
+                health::report(sources).await
             }
-            catalog::SEARCH_TOOLS => catalog::search(self, parse(name, args)?).await,
-            catalog::GET_TOOL_SCHEMA => catalog::schema(self, parse(name, args)?).await,
-            catalog::LIST_SERVERS => catalog::servers(self, parse(name, args)?).await,
-            health::HEALTH => health::report(self, parse(name, args)?).await,
             other => Err(format!(
                 "unknown tool `{other}`; available: {}",
                 self.tools
@@ -167,21 +174,6 @@ fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
         other => other,
     };
     serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}"))
-}
-
-fn structured<T: serde::Serialize>(value: &T, text: String) -> Result<CallToolResult, String> {
-    let value = serde_json::to_value(value).map_err(|e| e.to_string())?;
-    let mut result = CallToolResult::structured(value);
-    result.content = vec![ContentBlock::text(text)];
-    Ok(result)
-}
-
-/// A tool schema as rmcp holds it.
-fn object(value: Value) -> Arc<JsonObject> {
-    match value {
-        Value::Object(map) => Arc::new(map),
-        _ => unreachable!("tool schemas are objects"),
-    }
 }
 
 impl ServerHandler for Front {

@@ -14,7 +14,6 @@ use super::proto::Language;
 use super::runner;
 use super::seed::PreparedSlot;
 
-
 /// Flags of every Deno process the sandbox starts: no prompt, no configuration file, lock file,
 /// remote module or npm package is ever consulted, and Deno's own messages stay quiet.
 const BASE_FLAGS: [&str; 7] = [

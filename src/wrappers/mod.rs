@@ -2,7 +2,7 @@
 //! (`code-executor wrappers`): one TypeScript or Python module per server, one async function
 //! per tool (camelCase in TypeScript, snake_case in Python) documented from the tool's
 //! description, with input and output types from its JSON Schemas (types via
-//! [`crate::catalog::type_of`] in TypeScript). Output is deterministic; each module's header
+//! [`crate::catalog::type_of`] in TypeScript, [`crate::catalog::python_type_of`] in Python). Output is deterministic; each module's header
 //! carries a hash of the schemas it was made from, so stale modules are found
 //! ([`check`]). This module owns the generated text only: no I/O, no connections.
 //!
@@ -457,86 +457,6 @@ fn typescript(server: &str, tools: &[Tool], hash: &str, module: &str) -> String 
     out
 }
 
-/// The Python type for a schema (a readable approximation: nested objects are `dict`).
-fn py_type(schema: &Value, root: &Value, depth: usize) -> String {
-    let Some(obj) = schema.as_object() else {
-        return "Any".into();
-    };
-    if depth > 6 {
-        return "Any".into();
-    }
-    if let Some(r) = obj.get("$ref").and_then(Value::as_str) {
-        return match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
-            Some(target) => py_type(target, root, depth + 1),
-            None => "Any".into(),
-        };
-    }
-    let literal = |v: &Value| -> Option<String> {
-        match v {
-            Value::String(_) => Some(v.to_string()),
-            Value::Bool(true) => Some("True".into()),
-            Value::Bool(false) => Some("False".into()),
-            Value::Null => Some("None".into()),
-            Value::Number(n) if n.is_i64() => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    if let Some(v) = obj.get("const") {
-        return literal(v).map_or("Any".into(), |l| format!("Literal[{l}]"));
-    }
-    if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-        let lits: Option<Vec<String>> = values.iter().map(literal).collect();
-        return match lits {
-            Some(l) if !l.is_empty() => format!("Literal[{}]", l.join(", ")),
-            _ => "Any".into(),
-        };
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(variants) = obj.get(key).and_then(Value::as_array) {
-            return py_union(
-                variants
-                    .iter()
-                    .map(|v| py_type(v, root, depth + 1))
-                    .collect(),
-            );
-        }
-    }
-    let single = |t: &str| -> String {
-        match t {
-            "string" => "str".into(),
-            "integer" => "int".into(),
-            "number" => "float".into(),
-            "boolean" => "bool".into(),
-            "null" => "None".into(),
-            "array" => match obj.get("items") {
-                Some(items @ Value::Object(_)) => {
-                    format!("list[{}]", py_type(items, root, depth + 1))
-                }
-                _ => "list[Any]".into(),
-            },
-            "object" => "dict[str, Any]".into(),
-            _ => "Any".into(),
-        }
-    };
-    match obj.get("type") {
-        Some(Value::String(t)) => single(t),
-        Some(Value::Array(ts)) => {
-            py_union(ts.iter().filter_map(Value::as_str).map(single).collect())
-        }
-        _ if obj.contains_key("properties") => "dict[str, Any]".into(),
-        _ => "Any".into(),
-    }
-}
-
-fn py_union(mut parts: Vec<String>) -> String {
-    let mut seen = BTreeSet::new();
-    parts.retain(|p| seen.insert(p.clone()));
-    if parts.iter().any(|p| p == "Any") || parts.is_empty() {
-        return "Any".into();
-    }
-    parts.join(" | ")
-}
-
 fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
     let mut out = String::new();
     let server_lit = string_literal(server);
@@ -563,10 +483,9 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
             .iter()
             .all(|(p, _)| is_identifier(p) && !PY_RESERVED.contains(&p.as_str()));
         let ret = match tool.output_schema.as_deref() {
-            Some(schema) => py_type(
+            Some(schema) => catalog::python_type_of(
                 &Value::Object(schema.clone()),
                 &Value::Object(schema.clone()),
-                0,
             ),
             None => "Any".into(),
         };
@@ -577,7 +496,7 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
                 props.iter().filter(|(p, _)| req.contains(p)).collect();
             ordered.extend(props.iter().filter(|(p, _)| !req.contains(p)));
             for (p, schema) in ordered {
-                let ty = py_type(schema, &root_in, 0);
+                let ty = catalog::python_type_of(schema, &root_in);
                 if req.contains(p) {
                     params.push(format!("{p}: {ty}"));
                 } else {

@@ -10,18 +10,6 @@
 //! pass. This module reads `/proc` and makes syscalls; it changes nothing outside its children
 //! and the files it creates and removes itself.
 
-mod probes;
-mod procfs;
-mod sys;
-
-pub use probes::{PROBE_ALLOWED, PROBE_REFUSED, Probe, probe_main};
-pub use procfs::{
-    Mount, ProcStatus, env_names, looks_secret, mount_at, parse_cgroup_limit, parse_mountinfo,
-};
-
-use probes::run_probe;
-use procfs::{base_name, cmdline, pids};
-
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -29,46 +17,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+mod check;
+mod probes;
+mod procfs;
+mod sys;
 
-/// One check of the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub name: &'static str,
-    pub pass: bool,
-    pub detail: String,
-}
+pub use check::{Check, Report};
+pub use probes::{PROBE_ALLOWED, PROBE_REFUSED, Probe, probe_main};
+pub use procfs::{
+    Mount, ProcStatus, env_names, looks_secret, mount_at, parse_cgroup_limit, parse_mountinfo,
+};
 
-/// The whole report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub checks: Vec<Check>,
-    pub passed: usize,
-    pub failed: usize,
-}
-
-impl Report {
-    fn new(checks: Vec<Check>) -> Self {
-        let passed = checks.iter().filter(|c| c.pass).count();
-        let failed = checks.len() - passed;
-        Report {
-            checks,
-            passed,
-            failed,
-        }
-    }
-
-    /// One `PASS name: detail` / `FAIL name: detail` line per check.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        for c in &self.checks {
-            let mark = if c.pass { "PASS" } else { "FAIL" };
-            out.push_str(&format!("{mark} {}: {}\n", c.name, c.detail));
-        }
-        out.push_str(&format!("{} passed, {} failed\n", self.passed, self.failed));
-        out
-    }
-}
+use check::check;
+use probes::run_probe;
+use procfs::{base_name, cmdline, pids};
 
 /// What the report expects of the container.
 #[derive(Debug, Clone)]
@@ -133,14 +95,6 @@ pub fn report(exe: &Path, expect: &Expectations) -> Report {
 }
 // ---------------------------------------------------------------------------------------------
 // Checks
-
-fn check(name: &'static str, pass: bool, detail: impl Into<String>) -> Check {
-    Check {
-        name,
-        pass,
-        detail: detail.into(),
-    }
-}
 
 fn identity(expect: &Expectations) -> Check {
     let uid = nix::unistd::getuid().as_raw();

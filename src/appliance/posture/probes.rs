@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::{Check, check, sys};
-
+use super::check::{Check, check};
+use super::sys;
 
 /// A syscall probe that must be refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-
 /// The fields of `/proc/PID/status` the report looks at.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct ProcStatus {
