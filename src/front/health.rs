@@ -39,7 +39,7 @@ pub(super) fn tool() -> Tool {
 }
 
 pub(super) async fn report(sources: Sources<'_>) -> Result<CallToolResult, String> {
-    let servers = directory::servers(&sources.upstream).await;
+    let servers = directory::servers(sources.upstream).await;
     let failed = servers.iter().filter(|s| s.state == "failed").count();
     let status = if sources.runtime.deno.is_none() || failed > 0 {
         "degraded"
