@@ -23,6 +23,8 @@ use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
+use code_executor::setup::cli::SetupArgs;
+use code_executor::wrappers::cli::WrappersArgs;
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
 /// jailed sandbox and calls their tools through `callMCPTool(...)`.
@@ -77,10 +79,10 @@ enum Command {
     Doctor,
     /// Register code-executor with your MCP clients (Claude Code, Cursor, VS Code, Claude
     /// Desktop, Codex, Gemini CLI), backing up every file it changes.
-    Setup(code_executor::setup::cli::SetupArgs),
+    Setup(SetupArgs),
     /// Generate typed wrapper modules (TypeScript, Python) from the downstream servers' live
     /// tool schemas, for `import * as git from "wrappers/git.ts"` in the sandbox.
-    Wrappers(code_executor::wrappers::cli::WrappersArgs),
+    Wrappers(WrappersArgs),
     /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
         /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
@@ -180,21 +182,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let settings = Settings::load(cli.config.as_deref())?;
     match cli.command {
         Command::Serve { http, .. } => serve(settings, http).await,
-        Command::Healthcheck { addr, timeout } => {
-            let Some(addr) = addr.or(settings.ops_listen) else {
-                anyhow::bail!("no operations endpoint: set `ops_listen` or give --addr");
-            };
-            match appliance::healthcheck(addr, std::time::Duration::from_secs(timeout)).await {
-                Ok(body) => {
-                    println!("{body}");
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => {
-                    eprintln!("unhealthy: {e}");
-                    Ok(ExitCode::FAILURE)
-                }
-            }
-        }
+        Command::Healthcheck { addr, timeout } => healthcheck(&settings, addr, timeout).await,
         Command::Posture { .. } | Command::PostureProbe { .. } | Command::Relay { .. } => {
             unreachable!("handled before the settings are loaded")
         }
@@ -207,30 +195,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             json,
         } => search(settings, &query, server.as_deref(), limit, detail, json).await,
         Command::Doctor => doctor(settings).await,
-        Command::Wrappers(args) => {
-            let outcome = code_executor::wrappers::cli::run(args, &settings).await?;
-            Ok(if outcome.success() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
-        }
-        Command::Setup(args) => {
-            code_executor::setup::cli::run(args, &settings).await?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::FetchRuntimes { mirror } => {
-            let mirror = mirror.or_else(runtimes::mirror_from_env);
-            let runtimes = runtimes::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
-            println!("deno:     {}", runtimes.deno.display());
-            println!("pyodide:  {}", runtimes.pyodide_dir.display());
-            let app = App::build(settings, false).await?;
-            let prepared = snapshot::ensure(&app.worker, &app.settings.cache_dir)
-                .await
-                .context("making the Pyodide memory snapshot")?;
-            println!("snapshot: {}", prepared.snapshot.display());
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Wrappers(args) => wrappers(settings, args).await,
+        Command::Setup(args) => setup(settings, args).await,
+        Command::FetchRuntimes { mirror } => fetch_runtimes(settings, mirror).await,
     }
 }
 
@@ -503,4 +470,51 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
         println!("{problems} problem(s) found.");
         Ok(ExitCode::FAILURE)
     }
+}
+
+async fn healthcheck(
+    settings: &Settings,
+    addr: Option<SocketAddr>,
+    timeout: u64,
+) -> Result<ExitCode> {
+    let Some(addr) = addr.or(settings.ops_listen) else {
+        anyhow::bail!("no operations endpoint: set `ops_listen` or give --addr");
+    };
+    match appliance::healthcheck(addr, std::time::Duration::from_secs(timeout)).await {
+        Ok(body) => {
+            println!("{body}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("unhealthy: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn wrappers(settings: Settings, args: WrappersArgs) -> Result<ExitCode> {
+    let outcome = code_executor::wrappers::cli::run(args, &settings).await?;
+    Ok(if outcome.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+async fn setup(settings: Settings, args: SetupArgs) -> Result<ExitCode> {
+    code_executor::setup::cli::run(args, &settings).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn fetch_runtimes(settings: Settings, mirror: Option<PathBuf>) -> Result<ExitCode> {
+    let mirror = mirror.or_else(runtimes::mirror_from_env);
+    let runtimes = runtimes::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
+    println!("deno:     {}", runtimes.deno.display());
+    println!("pyodide:  {}", runtimes.pyodide_dir.display());
+    let app = App::build(settings, false).await?;
+    let prepared = snapshot::ensure(&app.worker, &app.settings.cache_dir)
+        .await
+        .context("making the Pyodide memory snapshot")?;
+    println!("snapshot: {}", prepared.snapshot.display());
+    Ok(ExitCode::SUCCESS)
 }

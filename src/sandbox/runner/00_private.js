@@ -8,14 +8,13 @@
 // hides raw stdio from user code (hygiene only: the host treats the worker as hostile; the real
 // boundary is Deno's permissions and the jail).
 //
-// The host runs it as `deno run --no-prompt --no-config --no-lock --no-remote --no-npm --quiet
-// --no-code-cache --v8-flags=--max-old-space-size=N data:application/javascript;base64,...
-// typescript` with no permissions and an empty environment; Python workers get
-// `--allow-read=DIR[,SNAP]` and the script arguments `python DIR [SNAP]` (DIR: the Pyodide
-// distribution, SNAP: a memory snapshot file; exit code 75 when it is unusable). A trailing
-// `--no-warm-up` (a worker started for an execution already waiting) skips the warm-up runs.
-// `snapshot DIR OUT` (trusted, `--allow-read=DIR --allow-write=OUT`, no stdin protocol) makes
-// that file. Keep this file free of static imports and of literal-string dynamic imports: Deno
+// The host runs it with the command line src/sandbox/launch.rs builds (the one place the Deno
+// flags are written): no permissions and an empty environment, with the script argument
+// `typescript`; Python workers may read the Pyodide distribution and its snapshot and get the
+// script arguments `python DIR [SNAP]` (DIR: the Pyodide distribution, SNAP: a memory snapshot
+// file; exit code 75 when it is unusable). A trailing `--no-warm-up` (a worker started for an
+// execution already waiting) skips the warm-up runs. `snapshot DIR OUT` (trusted, may read DIR
+// and write OUT, no stdin protocol) makes that file. Keep this file free of static imports and of literal-string dynamic imports: Deno
 // would pre-load those without permission checks.
 //
 // Layout: "this file" above is the whole runner, the numbered plain scripts of
