@@ -1,12 +1,32 @@
 //! code-executor: one MCP server in front of all of a user's MCP servers. The LLM writes
-//! TypeScript that runs in a fresh, jailed Deno worker and calls the other servers' tools through
-//! `callMCPTool(...)`; tool definitions and intermediate data never enter the LLM's context.
+//! TypeScript or Python that runs in a fresh, jailed Deno worker and calls the other servers'
+//! tools through `callMCPTool(...)`; tool definitions and intermediate data never enter the
+//! LLM's context.
 //!
-//! Data path: `front` (rmcp server) → `executor` (admission, one fresh worker per execution) →
-//! `sandbox` (jailed worker process, private pipe protocol) → host calls → `broker` (policy,
-//! allowlist, quota, schema validation, rate limits, sizes) → `upstream` (rmcp clients) →
-//! downstream server, and back the same way. `audit` writes the trail of executions and calls;
-//! `observe` holds metrics and the operations endpoint.
+//! # The crate map
+//!
+//! The data path, one way and back:
+//!
+//! `front` (the rmcp server the client talks to) → `executor` (admission, a fresh worker per
+//! execution) → `sandbox` (the jailed worker process and its private pipe protocol) → host calls
+//! → `broker::gate` (resolve, admit, validate, rate-limit, send, check, shape, record) →
+//! `upstream` (rmcp clients to the downstream servers) → the downstream server.
+//!
+//! Beside it:
+//! - `catalog`: what can be learnt about downstream tools (search, signatures, the live
+//!   directory of servers and schemas).
+//! - `clients`: the MCP client config files users already have (where they are, how each is
+//!   read, discovery of the downstream servers); `setup` edits them, `wrappers` generates typed
+//!   modules from the live schemas: the two commands beside `serve`.
+//! - `config`: the server's own settings. `ops`: the audit trail and the metrics.
+//! - `appliance`: the container's relay, healthcheck and posture report.
+//! - `app`: the assembly of all of it from the settings, shared by every subcommand (`main.rs`
+//!   holds the command line, one function per subcommand).
+//!
+//! `unsafe` is denied everywhere but in `sandbox::jail` (the jail applied between fork and exec)
+//! and `appliance::posture::sys` (the raw syscalls of the posture probes).
+
+#![deny(unsafe_code)]
 
 pub mod app;
 pub mod appliance;

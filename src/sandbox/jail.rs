@@ -1,5 +1,6 @@
 //! The jail every worker process enters between fork and exec. This module holds every `unsafe`
-//! block and raw syscall of the project.
+//! block and raw syscall of the sandbox; the crate allows `unsafe` only here and in the posture
+//! probes' `appliance::posture::sys` (`#![deny(unsafe_code)]` in lib.rs).
 //!
 //! Applied in the child, after the standard library has wired the protocol pipes to fds 0-2 and
 //! changed into the worker's empty working directory, before `exec` of the runtime, in order:

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 mod check;
 mod probes;
 mod procfs;
+#[allow(unsafe_code)]
 mod sys;
 
 pub use check::{Check, Report};
