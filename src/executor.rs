@@ -29,7 +29,7 @@ use crate::upstream::UpstreamPool;
 
 /// What the client asked to run.
 #[derive(Debug, Clone)]
-pub struct ExecutionRequest {
+pub(crate) struct ExecutionRequest {
     pub language: Language,
     pub code: String,
     pub allowed_tools: Vec<String>,
@@ -43,7 +43,7 @@ pub struct ExecutionRequest {
 /// What the client gets back (the `structuredContent` of an execution).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecutionReport {
+pub(crate) struct ExecutionReport {
     pub success: bool,
     pub output: String,
     pub error: Option<String>,
@@ -57,7 +57,7 @@ pub struct ExecutionReport {
 /// Counters for `health`.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecutionCounters {
+pub(crate) struct ExecutionCounters {
     pub warm_typescript_workers: usize,
     pub warm_python_workers: usize,
     pub pool_size_typescript: usize,
@@ -71,7 +71,7 @@ pub struct ExecutionCounters {
 
 /// What the app hands an executor: where tool calls go, where catalogue look-ups go, and where
 /// the execution records go.
-pub struct Wiring {
+pub(crate) struct Wiring {
     pub gate: Arc<Gate>,
     pub upstream: Arc<UpstreamPool>,
     pub audit: Arc<AuditLog>,
@@ -96,7 +96,12 @@ pub struct Executor {
 
 impl Executor {
     /// An executor; with `warm`, worker pools start filling at once (for `serve`).
-    pub fn new(settings: Arc<Settings>, worker: WorkerConfig, wiring: Wiring, warm: bool) -> Self {
+    pub(crate) fn new(
+        settings: Arc<Settings>,
+        worker: WorkerConfig,
+        wiring: Wiring,
+        warm: bool,
+    ) -> Self {
         let (ts_size, py_size) = if warm {
             (settings.pool_size_typescript, settings.pool_size_python)
         } else {
@@ -119,7 +124,7 @@ impl Executor {
         }
     }
 
-    pub fn counters(&self) -> ExecutionCounters {
+    pub(crate) fn counters(&self) -> ExecutionCounters {
         ExecutionCounters {
             warm_typescript_workers: self.typescript.ready_count(),
             warm_python_workers: self.python.ready_count(),
@@ -135,7 +140,7 @@ impl Executor {
 
     /// Runs one execution. Never panics on bad input: every failure becomes a report. Each
     /// execution is audited and counted, whatever its end.
-    pub async fn execute(&self, request: ExecutionRequest) -> ExecutionReport {
+    pub(crate) async fn execute(&self, request: ExecutionRequest) -> ExecutionReport {
         let started = Instant::now();
         let execution_id = format!(
             "{}-{}",

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// Where to reach a listener bound to `addr` from the same machine: an unspecified address
 /// (`0.0.0.0`, `::`) is reached over loopback.
-pub fn local_address(addr: SocketAddr) -> SocketAddr {
+fn local_address(addr: SocketAddr) -> SocketAddr {
     match addr.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => {
             SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), addr.port())

@@ -7,5 +7,5 @@ mod healthcheck;
 pub mod posture;
 mod relay;
 
-pub use healthcheck::{HealthError, healthcheck, local_address};
+pub use healthcheck::{HealthError, healthcheck};
 pub use relay::relay;

@@ -18,7 +18,7 @@ pub struct PatternError {
 
 /// The tools one execution may call.
 #[derive(Debug, Clone, Default)]
-pub struct Allowlist {
+pub(crate) struct Allowlist {
     exact: Vec<String>,
     globs: Vec<GlobMatcher>,
 }
@@ -30,7 +30,7 @@ pub(super) fn is_clean(name: &str) -> bool {
 impl Allowlist {
     /// Builds an allowlist. Entries are exact names, or globs where `*` matches any run of
     /// characters; `?`, `[...]` and `{...}` are taken literally-unsafe and refused.
-    pub fn new(patterns: &[String]) -> Result<Self, PatternError> {
+    pub(crate) fn new(patterns: &[String]) -> Result<Self, PatternError> {
         let mut list = Allowlist::default();
         for pattern in patterns {
             if !is_clean(pattern) {
@@ -64,14 +64,14 @@ impl Allowlist {
     }
 
     /// Whether a clean `qualified` name (`mcp__<server>__<tool>`) matches an entry.
-    pub fn matches(&self, qualified: &str) -> bool {
+    pub(crate) fn matches(&self, qualified: &str) -> bool {
         is_clean(qualified)
             && (self.exact.iter().any(|e| e == qualified)
                 || self.globs.iter().any(|g| g.is_match(qualified)))
     }
 
     /// Whether `qualified` may be called under this execution's allowlist.
-    pub fn check(&self, qualified: &str) -> Result<(), Refusal> {
+    pub(crate) fn check(&self, qualified: &str) -> Result<(), Refusal> {
         if !is_clean(qualified) {
             return Err(Refusal::MalformedName(qualified.escape_debug().to_string()));
         }

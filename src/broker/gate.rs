@@ -33,7 +33,7 @@ use crate::upstream::{UpstreamError, UpstreamPool};
 /// Calls of one tool within one execution, as the execution's report lists them.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolCallStat {
+pub(crate) struct ToolCallStat {
     pub tool: String,
     pub calls: u32,
     pub errors: u32,
@@ -44,7 +44,7 @@ pub struct ToolCallStat {
 /// How an admitted call failed, as a category for audit records and metrics (never a message:
 /// downstream text may hold anything).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The server could not be reached, or broke down during the call.
     ServerError,
     /// The server did not answer within `tool_call_timeout_ms`.
@@ -56,7 +56,7 @@ pub enum Failure {
 }
 
 impl Failure {
-    pub fn code(self) -> &'static str {
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Failure::ServerError => "server_error",
             Failure::Timeout => "timeout",
@@ -74,7 +74,7 @@ impl Failure {
 }
 
 /// The gate, shared by every execution.
-pub struct Gate {
+pub(crate) struct Gate {
     broker: Arc<Broker>,
     upstream: Arc<UpstreamPool>,
     audit: Arc<AuditLog>,
@@ -83,7 +83,7 @@ pub struct Gate {
 
 /// One execution's side of the gate: who is calling, what it may call, how many calls it has
 /// left, and what it called so far (for its report).
-pub struct ExecutionCalls {
+pub(crate) struct ExecutionCalls {
     session: String,
     execution_id: String,
     allowlist: Allowlist,
@@ -98,7 +98,12 @@ struct CallRecord {
 }
 
 impl ExecutionCalls {
-    pub fn new(session: &str, execution_id: &str, allowlist: Allowlist, max_calls: u32) -> Self {
+    pub(crate) fn new(
+        session: &str,
+        execution_id: &str,
+        allowlist: Allowlist,
+        max_calls: u32,
+    ) -> Self {
         ExecutionCalls {
             session: session.to_string(),
             execution_id: execution_id.to_string(),
@@ -109,7 +114,7 @@ impl ExecutionCalls {
     }
 
     /// The tools called (in order, refused calls left out) and the per-tool statistics.
-    pub fn take_report(&self) -> (Vec<String>, Vec<ToolCallStat>) {
+    pub(crate) fn take_report(&self) -> (Vec<String>, Vec<ToolCallStat>) {
         let record = std::mem::take(&mut *self.record.lock().expect("call record lock"));
         (record.made, record.stats.into_values().collect())
     }
@@ -173,7 +178,7 @@ impl From<Refusal> for Stop {
 }
 
 impl Gate {
-    pub fn new(
+    pub(crate) fn new(
         broker: Arc<Broker>,
         upstream: Arc<UpstreamPool>,
         audit: Arc<AuditLog>,
@@ -189,7 +194,7 @@ impl Gate {
 
     /// Takes one call from sandboxed code through every step, in order, and records it. The
     /// error is the message the code sees.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         calls: &ExecutionCalls,
         target: ToolTarget,
@@ -260,7 +265,6 @@ impl Gate {
         argument_bytes: usize,
     ) -> Result<serde_json::Map<String, Value>, Stop> {
         let scope = CallScope {
-            session: &calls.session,
             allowlist: &calls.allowlist,
             quota: &calls.quota,
         };
@@ -369,7 +373,7 @@ impl Gate {
 /// A downstream result in the most useful form for code: `structuredContent`; else one text
 /// block's JSON (or the text); several text blocks as an array; any non-text block keeps the
 /// whole `content` array. `raw` returns the result untouched. Tool errors become `Err`.
-pub fn shape_result(name: &str, result: CallToolResult, raw: bool) -> Result<Value, String> {
+pub(crate) fn shape_result(name: &str, result: CallToolResult, raw: bool) -> Result<Value, String> {
     if raw {
         return serde_json::to_value(&result).map_err(|e| e.to_string());
     }

@@ -14,7 +14,7 @@ use super::refusal::{Refusal, Scope};
 
 /// Tool calls per minute allowed in each scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateQuotas {
+pub(crate) struct RateQuotas {
     pub per_session: NonZeroU32,
     pub per_server: NonZeroU32,
     pub per_tool: NonZeroU32,
@@ -24,7 +24,7 @@ type Keyed<C> =
     RateLimiter<String, DefaultKeyedStateStore<String>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
 /// The three keyed limiters. A call must pass all three; a refused call consumes nothing.
-pub struct RateLimits<C: Clock = DefaultClock> {
+pub(crate) struct RateLimits<C: Clock = DefaultClock> {
     quotas: RateQuotas,
     session: Keyed<C>,
     server: Keyed<C>,
@@ -37,14 +37,14 @@ pub struct RateLimits<C: Clock = DefaultClock> {
 const PRUNE_EVERY: u64 = 1024;
 
 impl RateLimits<DefaultClock> {
-    pub fn new(quotas: RateQuotas) -> Self {
+    pub(crate) fn new(quotas: RateQuotas) -> Self {
         Self::with_clock(quotas, DefaultClock::default())
     }
 }
 
 impl<C: Clock + Clone> RateLimits<C> {
     /// Limits driven by `clock` (a fake clock in tests).
-    pub fn with_clock(quotas: RateQuotas, clock: C) -> Self {
+    pub(crate) fn with_clock(quotas: RateQuotas, clock: C) -> Self {
         let limiter =
             |n: NonZeroU32| RateLimiter::dashmap_with_clock(Quota::per_minute(n), clock.clone());
         RateLimits {
@@ -61,7 +61,7 @@ impl<C: Clock + Clone> RateLimits<C> {
     /// when to retry. Scopes are checked narrowest first (tool, server, session); a call refused
     /// by a wider scope has already used a token of the narrower ones (governor has no dry run),
     /// which errs on the side of fewer calls.
-    pub fn check(&self, session: &str, server: &str, tool: &str) -> Result<(), Refusal> {
+    pub(crate) fn check(&self, session: &str, server: &str, tool: &str) -> Result<(), Refusal> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == PRUNE_EVERY - 1 {
             for limiter in [&self.session, &self.server, &self.tool] {
                 limiter.retain_recent();
@@ -94,13 +94,13 @@ impl<C: Clock + Clone> RateLimits<C> {
 
 /// Counts the calls of one execution against its quota.
 #[derive(Debug)]
-pub struct CallQuota {
+pub(crate) struct CallQuota {
     limit: u32,
     used: AtomicU32,
 }
 
 impl CallQuota {
-    pub fn new(limit: u32) -> Self {
+    pub(crate) fn new(limit: u32) -> Self {
         CallQuota {
             limit,
             used: AtomicU32::new(0),
@@ -108,7 +108,7 @@ impl CallQuota {
     }
 
     /// Takes one call from the quota.
-    pub fn take(&self) -> Result<(), Refusal> {
+    pub(crate) fn take(&self) -> Result<(), Refusal> {
         let used = self.used.fetch_add(1, Ordering::SeqCst);
         if used >= self.limit {
             Err(Refusal::QuotaExceeded(self.limit))

@@ -16,14 +16,14 @@ use std::num::NonZeroU32;
 
 use serde_json::{Map, Value};
 
-pub use allowlist::{Allowlist, PatternError};
-pub use limits::{CallQuota, RateLimits, RateQuotas};
-pub use refusal::{Refusal, Scope};
+pub(crate) use allowlist::{Allowlist, PatternError};
+pub(crate) use limits::{CallQuota, RateLimits, RateQuotas};
+pub(crate) use refusal::Refusal;
 use schema::SchemaCache;
 
 /// The server-wide policy from the settings.
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// When set, nothing outside it may be called.
     pub allow: Option<Allowlist>,
     /// Never callable; wins over every allow.
@@ -31,7 +31,7 @@ pub struct Policy {
 }
 
 impl Policy {
-    pub fn new(allow: Option<&[String]>, deny: &[String]) -> Result<Self, PatternError> {
+    pub(crate) fn new(allow: Option<&[String]>, deny: &[String]) -> Result<Self, PatternError> {
         Ok(Policy {
             allow: allow.map(Allowlist::new).transpose()?,
             deny: Allowlist::new(deny)?,
@@ -41,7 +41,7 @@ impl Policy {
 
 /// The broker's settings.
 #[derive(Debug, Clone)]
-pub struct BrokerConfig {
+pub(crate) struct BrokerConfig {
     pub policy: Policy,
     pub rates: RateQuotas,
     pub max_argument_bytes: usize,
@@ -49,15 +49,13 @@ pub struct BrokerConfig {
 }
 
 /// What one execution brings to each decision.
-pub struct CallScope<'a> {
-    /// The client session the execution runs for (rate limits).
-    pub session: &'a str,
+pub(crate) struct CallScope<'a> {
     pub allowlist: &'a Allowlist,
     pub quota: &'a CallQuota,
 }
 
 /// The decision maker, shared by all executions.
-pub struct Broker {
+pub(crate) struct Broker {
     policy: Policy,
     limits: RateLimits,
     schemas: SchemaCache,
@@ -66,7 +64,7 @@ pub struct Broker {
 }
 
 impl Broker {
-    pub fn new(config: BrokerConfig) -> Self {
+    pub(crate) fn new(config: BrokerConfig) -> Self {
         Broker {
             policy: config.policy,
             limits: RateLimits::new(config.rates),
@@ -79,7 +77,7 @@ impl Broker {
     /// Checks that need no knowledge of the tool: the name, the policy, the allowlist, the
     /// execution's quota and the argument size. `qualified` is the canonical
     /// `mcp__<server>__<tool>` after resolution against the configured server names.
-    pub fn admit(
+    pub(crate) fn admit(
         &self,
         scope: &CallScope<'_>,
         qualified: &str,
@@ -110,7 +108,7 @@ impl Broker {
 
     /// Validates the arguments against the tool's live input schema; `expected` renders the
     /// tool's signature for the error message.
-    pub fn validate(
+    pub(crate) fn validate(
         &self,
         qualified: &str,
         input_schema: &Map<String, Value>,
@@ -122,12 +120,12 @@ impl Broker {
     }
 
     /// The last check before the call leaves: the rate limits (per session, server and tool).
-    pub fn rate(&self, session: &str, server: &str, qualified: &str) -> Result<(), Refusal> {
+    pub(crate) fn rate(&self, session: &str, server: &str, qualified: &str) -> Result<(), Refusal> {
         self.limits.check(session, server, qualified)
     }
 
     /// Checks a result's size on its way back to the sandbox.
-    pub fn check_result(&self, qualified: &str, result_bytes: usize) -> Result<(), Refusal> {
+    pub(crate) fn check_result(&self, qualified: &str, result_bytes: usize) -> Result<(), Refusal> {
         if result_bytes > self.max_result_bytes {
             return Err(Refusal::ResultTooLarge {
                 tool: qualified.to_string(),
@@ -141,7 +139,7 @@ impl Broker {
 
 impl RateQuotas {
     /// Quotas from per-minute numbers; zero is read as one.
-    pub fn per_minute(session: u32, server: u32, tool: u32) -> Self {
+    pub(crate) fn per_minute(session: u32, server: u32, tool: u32) -> Self {
         let nz = |n: u32| NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN);
         RateQuotas {
             per_session: nz(session),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// Why a call is refused. The message tells the code what to change or when to retry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// The name does not resolve to a configured server, or the server does not list the tool.
     #[error("{0}")]
     UnknownTool(String),
@@ -63,7 +63,7 @@ pub enum Refusal {
 
 impl Refusal {
     /// A stable, short code for audit records and metrics labels.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             Refusal::UnknownTool(_) => "unknown_tool",
             Refusal::ArgumentsNotObject(_) => "arguments_not_object",
@@ -82,7 +82,7 @@ impl Refusal {
 
 /// The scope a rate limit applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     Session,
     Server,
     Tool,

@@ -17,7 +17,7 @@ const MAX_ERROR_CHARS: usize = 200;
 
 /// Compiled validators by qualified tool name.
 #[derive(Default)]
-pub struct SchemaCache {
+pub(crate) struct SchemaCache {
     compiled: Mutex<HashMap<String, Compiled>>,
 }
 
@@ -42,7 +42,7 @@ impl jsonschema::Retrieve for NoRemoteRefs {
 impl SchemaCache {
     /// Checks `args` against `schema` (the tool's `inputSchema`). `expected` renders what the
     /// tool takes, for the error message; it is only called on failure.
-    pub fn validate(
+    pub(crate) fn validate(
         &self,
         tool: &str,
         schema: &Map<String, Value>,

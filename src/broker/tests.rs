@@ -6,6 +6,7 @@ use std::time::Duration;
 use governor::clock::FakeRelativeClock;
 use serde_json::{Map, Value, json};
 
+use super::refusal::Scope;
 use super::*;
 
 fn strings(p: &[&str]) -> Vec<String> {
@@ -26,7 +27,6 @@ fn admit(b: &Broker, allowed: &[&str], name: &str) -> Result<(), Refusal> {
     let allowlist = Allowlist::new(&strings(allowed)).unwrap();
     let quota = CallQuota::new(100);
     let scope = CallScope {
-        session: "s",
         allowlist: &allowlist,
         quota: &quota,
     };
@@ -149,7 +149,6 @@ fn the_execution_quota_counts_admitted_calls() {
     let allowlist = Allowlist::new(&strings(&["mcp__a__b"])).unwrap();
     let quota = CallQuota::new(2);
     let scope = CallScope {
-        session: "s",
         allowlist: &allowlist,
         quota: &quota,
     };
@@ -169,7 +168,6 @@ fn argument_and_result_sizes_are_capped() {
     let allowlist = Allowlist::new(&strings(&["*"])).unwrap();
     let quota = CallQuota::new(10);
     let scope = CallScope {
-        session: "s",
         allowlist: &allowlist,
         quota: &quota,
     };

@@ -10,9 +10,9 @@ use crate::upstream::{ServerStatus, UpstreamError, UpstreamPool};
 /// Descriptions in search results are cut to this many characters.
 const SUMMARY_CHARS: usize = 120;
 /// Matches a search returns when the caller names no limit.
-pub const DEFAULT_LIMIT: usize = 10;
+pub(crate) const DEFAULT_LIMIT: usize = 10;
 /// The most matches a search returns, whatever the caller asks.
-pub const MAX_LIMIT: usize = 100;
+pub(crate) const MAX_LIMIT: usize = 100;
 
 /// How much `searchTools` says about each match.
 #[derive(
@@ -33,7 +33,7 @@ pub enum Detail {
 /// it. Unknown fields are refused.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     pub query: String,
     #[serde(default)]
     pub server: Option<String>,
@@ -134,7 +134,7 @@ impl SearchResult {
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolSchema {
+pub(crate) struct ToolSchema {
     pub name: String,
     pub server: String,
     pub tool: String,
@@ -224,7 +224,10 @@ pub async fn search(
 }
 
 /// The schema and TypeScript signature of one tool, by its qualified name.
-pub async fn tool_schema(pool: &UpstreamPool, name: &str) -> Result<ToolSchema, UpstreamError> {
+pub(crate) async fn tool_schema(
+    pool: &UpstreamPool,
+    name: &str,
+) -> Result<ToolSchema, UpstreamError> {
     let (server, tool) = pool.resolve(name)?;
     let tools = pool.tools(&server).await?;
     let found =

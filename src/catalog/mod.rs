@@ -10,6 +10,7 @@ mod names;
 mod search;
 mod signature;
 
-pub use names::{one_line, qualified_name};
-pub use search::{CatalogEntry, SearchHit, search, tokens};
-pub use signature::{python_type_of, signature, type_of};
+pub(crate) use names::{one_line, qualified_name};
+pub(crate) use search::tokens;
+pub use search::{CatalogEntry, SearchHit, search};
+pub(crate) use signature::{python_type_of, signature, type_of};

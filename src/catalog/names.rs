@@ -2,12 +2,12 @@
 //! (`mcp__<server>__<tool>`) and the one line of its description a search shows.
 
 /// The name sandboxed code and the LLM use for a downstream tool.
-pub fn qualified_name(server: &str, tool: &str) -> String {
+pub(crate) fn qualified_name(server: &str, tool: &str) -> String {
     format!("mcp__{server}__{tool}")
 }
 
 /// The first line of a description, cut to `max` characters: enough to choose a tool.
-pub fn one_line(description: Option<&str>, max: usize) -> String {
+pub(crate) fn one_line(description: Option<&str>, max: usize) -> String {
     let line = description
         .unwrap_or_default()
         .lines()

@@ -49,7 +49,7 @@ pub struct SearchHit<'a> {
 
 /// Splits into lowercase word tokens: `getCurrentTime`, `get_current-time` and
 /// `get current time` all give `get`, `current`, `time`.
-pub fn tokens(text: &str) -> Vec<String> {
+pub(crate) fn tokens(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut prev_lower = false;
@@ -122,7 +122,7 @@ const SYNONYMS: &[&[&str]] = &[
 
 /// A crude English stemmer: plural and verb endings, so `issues`/`issue` and
 /// `commits`/`committed`/`commit` meet.
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let w = word;
     let n = w.len();
     if n > 4 && w.ends_with("ies") {

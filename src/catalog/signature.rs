@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 const MAX_DEPTH: usize = 6;
 
 /// A TypeScript function signature for a tool.
-pub fn signature(
+pub(crate) fn signature(
     tool: &str,
     input: &Map<String, Value>,
     output: Option<&Map<String, Value>>,
@@ -52,7 +52,7 @@ pub fn signature(
 }
 
 /// The TypeScript type for `schema`, resolving `$ref`s against `root`.
-pub fn type_of(schema: &Value, root: &Value) -> String {
+pub(crate) fn type_of(schema: &Value, root: &Value) -> String {
     render(schema, root, 0)
 }
 
@@ -205,7 +205,7 @@ fn is_identifier(s: &str) -> bool {
 
 /// The Python type for `schema`, resolving `$ref`s against `root` (a readable approximation:
 /// nested objects are `dict`), as typed wrapper modules declare it.
-pub fn python_type_of(schema: &Value, root: &Value) -> String {
+pub(crate) fn python_type_of(schema: &Value, root: &Value) -> String {
     py_type(schema, root, 0)
 }
 

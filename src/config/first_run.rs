@@ -22,9 +22,9 @@ use super::settings::{ENV_PREFIX, RawSettings, Settings, SettingsError};
 
 /// Variable holding the downstream servers as JSON: `{"name": {...}}` or
 /// `{"mcpServers": {"name": {...}}}`, entries as in any MCP client config.
-pub const SERVERS_ENV: &str = "CODE_EXECUTOR_SERVERS";
+pub(crate) const SERVERS_ENV: &str = "CODE_EXECUTOR_SERVERS";
 /// Name of the servers file written beside the settings file.
-pub const SERVERS_FILE_NAME: &str = "servers.json";
+pub(crate) const SERVERS_FILE_NAME: &str = "servers.json";
 
 /// Variables with the prefix that are not settings keys (read elsewhere, or secrets).
 const NOT_SETTINGS: &[&str] = &[
@@ -61,7 +61,7 @@ pub enum FirstRunError {
 
 /// The generated files' contents.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Generated {
+pub(crate) struct Generated {
     pub config_toml: String,
     /// `{"mcpServers": {...}}`, when `CODE_EXECUTOR_SERVERS` was set.
     pub servers_json: Option<String>,
@@ -102,7 +102,7 @@ pub fn ensure(config: &Path) -> Result<FirstRun, FirstRunError> {
 
 /// Builds the files from `CODE_EXECUTOR_*` variables (name, value). `servers_path` is where
 /// the servers file will be written (named by `servers_file` in the settings).
-pub fn generate(
+pub(crate) fn generate(
     vars: &[(String, String)],
     servers_path: &Path,
 ) -> Result<Generated, FirstRunError> {

@@ -16,14 +16,14 @@ use serde::{Deserialize, Serialize};
 /// Environment variable naming the settings file.
 pub const CONFIG_ENV: &str = "CODE_EXECUTOR_CONFIG";
 /// Prefix of the environment variables that override single settings.
-pub const ENV_PREFIX: &str = "CODE_EXECUTOR_";
+pub(crate) const ENV_PREFIX: &str = "CODE_EXECUTOR_";
 
 /// Variables with the prefix that are not settings fields (read elsewhere).
 const NOT_SETTINGS: &[&str] = &["config", "runtime_mirror", "bin", "log", "http_token"];
 
 /// Environment variable holding the HTTP bearer token itself (`http_token_file` is preferred:
 /// a file keeps the secret out of the process environment).
-pub const HTTP_TOKEN_ENV: &str = "CODE_EXECUTOR_HTTP_TOKEN";
+pub(crate) const HTTP_TOKEN_ENV: &str = "CODE_EXECUTOR_HTTP_TOKEN";
 
 /// Shortest bearer token accepted.
 const MIN_TOKEN_LEN: usize = 16;
@@ -31,7 +31,7 @@ const MIN_TOKEN_LEN: usize = 16;
 /// Settings as written by the user: every field optional, unknown fields ignored.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
-pub struct RawSettings {
+pub(crate) struct RawSettings {
     /// Where the verified Deno and Pyodide runtimes live.
     /// Default: `$XDG_DATA_HOME/code-executor/runtimes` (`~/.local/share/...`).
     pub runtime_dir: Option<PathBuf>,
@@ -171,11 +171,11 @@ pub enum SettingsError {
 pub struct Secret(String);
 
 impl Secret {
-    pub fn new(value: String) -> Self {
+    pub(crate) fn new(value: String) -> Self {
         Secret(value)
     }
 
-    pub fn expose(&self) -> &str {
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -214,7 +214,10 @@ impl Settings {
     }
 
     /// Applies defaults and checks ranges.
-    pub fn validate(raw: RawSettings, source: Option<PathBuf>) -> Result<Self, SettingsError> {
+    pub(crate) fn validate(
+        raw: RawSettings,
+        source: Option<PathBuf>,
+    ) -> Result<Self, SettingsError> {
         let project_dir = match raw.project_dir {
             Some(dir) => dir,
             None => std::env::current_dir().map_err(SettingsError::CurrentDir)?,
@@ -350,7 +353,7 @@ fn read_token(path: &Path) -> Result<Secret, SettingsError> {
 }
 
 /// `~/.config/code-executor/config.toml` (or the platform's config dir).
-pub fn default_settings_file() -> Option<PathBuf> {
+pub(crate) fn default_settings_file() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("code-executor").join("config.toml"))
 }
 

@@ -11,7 +11,7 @@ mod health;
 pub mod http;
 mod reply;
 
-pub use health::RuntimeInfo;
+pub(crate) use health::RuntimeInfo;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,15 +60,6 @@ struct Caller {
     cancel: CancellationToken,
 }
 
-impl Default for Caller {
-    fn default() -> Self {
-        Caller {
-            session: "local".into(),
-            cancel: CancellationToken::new(),
-        }
-    }
-}
-
 /// The session a request belongs to: over HTTP the `Mcp-Session-Id` when the client has one,
 /// else a fingerprint of its bearer token (never the token), else `http`; over stdio the one
 /// client of the process, `stdio`.
@@ -100,7 +91,7 @@ fn all_tools() -> Vec<Tool> {
 }
 
 impl Front {
-    pub fn new(
+    pub(crate) fn new(
         executor: Arc<Executor>,
         upstream: Arc<UpstreamPool>,
         metrics: Arc<Metrics>,
@@ -116,11 +107,6 @@ impl Front {
             tools: Arc::new(all_tools()),
             started: Instant::now(),
         }
-    }
-
-    /// Dispatches one tool call; the error string becomes an `isError` result.
-    pub async fn dispatch(&self, name: &str, args: Value) -> Result<CallToolResult, String> {
-        self.dispatch_for(name, args, &Caller::default()).await
     }
 
     /// Routes one tool call for `caller` (its session and cancellation) to its handler.

@@ -19,8 +19,8 @@ use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuar
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
 
 /// Prefix and suffix of the daily files.
-pub const FILE_PREFIX: &str = "audit";
-pub const FILE_SUFFIX: &str = "jsonl";
+pub(crate) const FILE_PREFIX: &str = "audit";
+pub(crate) const FILE_SUFFIX: &str = "jsonl";
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot open the audit log in {dir}: {reason}")]
@@ -32,7 +32,7 @@ pub struct AuditError {
 /// One execution, recorded when it ends.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecutionRecord<'a> {
+pub(crate) struct ExecutionRecord<'a> {
     pub execution_id: &'a str,
     pub session: &'a str,
     pub language: &'a str,
@@ -51,7 +51,7 @@ pub struct ExecutionRecord<'a> {
 /// One tool call from sandboxed code, recorded when decided and, if sent, answered.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolCallRecord<'a> {
+pub(crate) struct ToolCallRecord<'a> {
     pub execution_id: &'a str,
     pub session: &'a str,
     /// The canonical `mcp__<server>__<tool>`, or the name as asked when it did not resolve.
@@ -85,7 +85,7 @@ pub struct AuditLog {
 
 impl AuditLog {
     /// A log that records nothing.
-    pub fn disabled() -> Self {
+    pub(crate) fn disabled() -> Self {
         AuditLog {
             writer: None,
             guard: Mutex::new(None),
@@ -93,7 +93,7 @@ impl AuditLog {
     }
 
     /// Opens (creating it if needed) the daily log in `dir`.
-    pub fn open(dir: &Path) -> Result<Self, AuditError> {
+    pub(crate) fn open(dir: &Path) -> Result<Self, AuditError> {
         let error = |reason: String| AuditError {
             dir: dir.display().to_string(),
             reason,
@@ -119,11 +119,11 @@ impl AuditLog {
         self.writer.is_some()
     }
 
-    pub fn execution(&self, record: &ExecutionRecord<'_>) {
+    pub(crate) fn execution(&self, record: &ExecutionRecord<'_>) {
         self.write("execution", record);
     }
 
-    pub fn tool_call(&self, record: &ToolCallRecord<'_>) {
+    pub(crate) fn tool_call(&self, record: &ToolCallRecord<'_>) {
         self.write("tool_call", record);
     }
 
@@ -155,7 +155,7 @@ impl AuditLog {
 }
 
 /// The SHA-256 of code, as recorded instead of the code.
-pub fn code_digest(code: &str) -> String {
+pub(crate) fn code_digest(code: &str) -> String {
     hex::encode(Sha256::digest(code.as_bytes()))
 }
 

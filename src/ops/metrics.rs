@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 /// How far back `health` counts errors.
-pub const RECENT_WINDOW: Duration = Duration::from_secs(300);
+pub(crate) const RECENT_WINDOW: Duration = Duration::from_secs(300);
 /// Most error events remembered for the window.
 const RECENT_CAP: usize = 4096;
 
@@ -74,7 +74,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut registry = Registry::with_prefix("code_executor");
         let executions = Family::<ExecutionLabels, Counter>::default();
         let execution_seconds =
@@ -124,7 +124,12 @@ impl Metrics {
     }
 
     /// Records an ended execution; `outcome` is an `EndKind` name or `refused`.
-    pub fn execution(&self, language: &'static str, outcome: &'static str, elapsed: Duration) {
+    pub(crate) fn execution(
+        &self,
+        language: &'static str,
+        outcome: &'static str,
+        elapsed: Duration,
+    ) {
         self.executions
             .get_or_create(&ExecutionLabels { language, outcome })
             .inc();
@@ -137,7 +142,7 @@ impl Metrics {
     }
 
     /// Records a tool call that was sent downstream.
-    pub fn tool_call(&self, server: &str, ok: bool, elapsed: Duration) {
+    pub(crate) fn tool_call(&self, server: &str, ok: bool, elapsed: Duration) {
         let outcome = if ok { "ok" } else { "error" };
         self.tool_calls
             .get_or_create(&ToolCallLabels {
@@ -156,7 +161,7 @@ impl Metrics {
     }
 
     /// Records a call the broker refused; `server` is empty when the name did not resolve.
-    pub fn denial(&self, server: &str, reason: &'static str) {
+    pub(crate) fn denial(&self, server: &str, reason: &'static str) {
         self.tool_calls
             .get_or_create(&ToolCallLabels {
                 server: server.to_string(),
@@ -176,7 +181,7 @@ impl Metrics {
     }
 
     /// Errors of the last [`RECENT_WINDOW`], counted by kind.
-    pub fn recent_errors(&self) -> BTreeMap<&'static str, u64> {
+    pub(crate) fn recent_errors(&self) -> BTreeMap<&'static str, u64> {
         let mut recent = self.recent_errors.lock().expect("recent errors lock");
         while recent
             .front()
@@ -192,7 +197,7 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition.
-    pub fn encode(&self) -> String {
+    pub(crate) fn encode(&self) -> String {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");

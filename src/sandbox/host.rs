@@ -33,7 +33,7 @@ use super::stage;
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
 
 /// Answers the requests sandboxed code makes. Implemented by the executor.
-pub trait HostCalls: Send + Sync + 'static {
+pub(crate) trait HostCalls: Send + Sync + 'static {
     fn handle(
         self: Arc<Self>,
         request: HostRequest,
@@ -90,7 +90,7 @@ impl Worker {
 
     /// Like [`Worker::start`], for a pool's stock: while it starts, the worker is listed in
     /// `starting`, so that the pool can hold it back while executions run.
-    pub async fn start_pooled(
+    pub(crate) async fn start_pooled(
         config: &WorkerConfig,
         language: Language,
         starting: &Starting,
@@ -100,7 +100,7 @@ impl Worker {
 
     /// Like [`Worker::start`], for an execution that is waiting: the worker skips its warm-up
     /// runs (the execution pays only the first-use costs its own code incurs).
-    pub async fn start_on_demand(
+    pub(crate) async fn start_on_demand(
         config: &WorkerConfig,
         language: Language,
     ) -> Result<Worker, SpawnError> {
@@ -206,25 +206,21 @@ impl Worker {
         }
     }
 
-    pub fn language(&self) -> Language {
-        self.language
-    }
-
     /// Whether the process is still running (a pooled worker may have been killed meanwhile).
-    pub fn is_alive(&mut self) -> bool {
+    pub(crate) fn is_alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
 
     /// A receiver that completes once this worker has been killed and its process reaped (or
     /// the worker dropped), so the caller can start a replacement without competing with it.
-    pub fn retirement(&mut self) -> tokio::sync::oneshot::Receiver<()> {
+    pub(crate) fn retirement(&mut self) -> tokio::sync::oneshot::Receiver<()> {
         let (sender, receiver) = tokio::sync::oneshot::channel();
         self._retired = Some(sender);
         receiver
     }
 
     /// Runs `code` to completion, the deadline, a failure or `cancel`, then kills the worker.
-    pub async fn run(
+    pub(crate) async fn run(
         mut self,
         code: &str,
         deadline: Duration,
@@ -258,7 +254,6 @@ impl Worker {
             output: output.finish(),
             value,
             error,
-            duration: started.elapsed(),
             peak_memory_bytes,
         };
         self.reap_in_background();

@@ -269,13 +269,13 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 }
 
 /// Sends SIGKILL to a whole process group (the worker and anything it started).
-pub fn kill_group(pgid: u32) {
+pub(crate) fn kill_group(pgid: u32) {
     signal_group(pgid, libc::SIGKILL);
 }
 
 /// Stops (SIGSTOP) or resumes (SIGCONT) a whole process group: a pool holds back a worker that
 /// is still starting while an execution runs, so that the two do not compete for the CPU.
-pub fn pause_group(pgid: u32, paused: bool) {
+pub(crate) fn pause_group(pgid: u32, paused: bool) {
     signal_group(pgid, if paused { libc::SIGSTOP } else { libc::SIGCONT });
 }
 

@@ -44,7 +44,7 @@ pub struct WorkerConfig {
 
 /// What a Deno process is started for.
 #[derive(Debug, Clone, Copy)]
-pub enum Purpose<'a> {
+pub(crate) enum Purpose<'a> {
     /// A worker that will run one execution of `language`.
     Worker {
         language: Language,
@@ -63,7 +63,7 @@ pub enum Purpose<'a> {
 impl WorkerConfig {
     /// The jailed Deno command for `purpose`, with `deno_dir` as its private cache and `cwd` as
     /// its working directory. Its standard streams are left for the caller to set.
-    pub fn deno_command(
+    pub(crate) fn deno_command(
         &self,
         purpose: Purpose<'_>,
         deno_dir: &Path,
@@ -158,7 +158,7 @@ impl WorkerConfig {
 
 /// The runner as the `data:` URL Deno runs as its main module: embedded in the binary, so no
 /// file on disk is needed and none can be swapped.
-pub fn runner_url() -> String {
+pub(crate) fn runner_url() -> String {
     format!(
         "data:application/javascript;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(runner::SOURCE)
@@ -166,7 +166,7 @@ pub fn runner_url() -> String {
 }
 
 /// Checks that the Deno binary at `deno` runs and reports its version.
-pub async fn deno_version(deno: &Path) -> Result<String, std::io::Error> {
+pub(crate) async fn deno_version(deno: &Path) -> Result<String, std::io::Error> {
     let out = tokio::process::Command::new(deno)
         .arg("--version")
         .env_clear()

@@ -11,13 +11,12 @@ use super::proto::{self, Stream};
 
 /// The result of one run.
 #[derive(Debug, Clone)]
-pub struct RunOutcome {
+pub(crate) struct RunOutcome {
     pub success: bool,
     pub end: EndKind,
     pub output: String,
     pub value: Option<Value>,
     pub error: Option<String>,
-    pub duration: Duration,
     /// Peak resident memory of the worker, when it could be read.
     pub peak_memory_bytes: Option<u64>,
 }
@@ -25,7 +24,7 @@ pub struct RunOutcome {
 /// How a run ended, for audit records and metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EndKind {
+pub(crate) enum EndKind {
     Ok,
     /// The code threw (or Python raised).
     CodeError,
@@ -37,7 +36,7 @@ pub enum EndKind {
 }
 
 impl EndKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EndKind::Ok => "ok",
             EndKind::CodeError => "code_error",
@@ -50,7 +49,7 @@ impl EndKind {
 }
 
 /// How the drive of a worker ended, before it is reported.
-pub enum Ending {
+pub(crate) enum Ending {
     Done(Option<Value>),
     UserError(String),
     Failed(String),
@@ -62,7 +61,10 @@ pub enum Ending {
 impl Ending {
     /// The run's end, returned value and error message; `diagnosis` explains a worker that
     /// exited on its own (see [`diagnose_exit`]).
-    pub fn settle(self, diagnosis: Option<String>) -> (EndKind, Option<Value>, Option<String>) {
+    pub(crate) fn settle(
+        self,
+        diagnosis: Option<String>,
+    ) -> (EndKind, Option<Value>, Option<String>) {
         match self {
             Ending::Done(value) => (EndKind::Ok, value, None),
             Ending::UserError(e) => (EndKind::CodeError, None, Some(e)),
@@ -96,7 +98,7 @@ impl Ending {
 /// How an out-of-memory diagnosis starts.
 const OUT_OF_MEMORY: &str = "out of memory";
 
-pub fn describe_user_error(error: Option<proto::UserError>) -> String {
+pub(crate) fn describe_user_error(error: Option<proto::UserError>) -> String {
     let Some(error) = error else {
         return "the code failed without an error value".into();
     };
@@ -119,7 +121,7 @@ pub fn describe_user_error(error: Option<proto::UserError>) -> String {
     }
 }
 
-pub fn diagnose_exit(
+pub(crate) fn diagnose_exit(
     status: Option<std::process::ExitStatus>,
     stderr: &str,
     heap_mb: u32,
@@ -147,7 +149,7 @@ pub fn diagnose_exit(
     }
 }
 
-pub fn truncate(s: &str, max: usize) -> &str {
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }
@@ -160,14 +162,14 @@ pub fn truncate(s: &str, max: usize) -> &str {
 
 /// Output of one execution, capped at a byte limit with a visible marker.
 #[derive(Debug)]
-pub struct OutputBuffer {
+pub(crate) struct OutputBuffer {
     text: String,
     limit: usize,
     dropped: usize,
 }
 
 impl OutputBuffer {
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         OutputBuffer {
             text: String::new(),
             limit,
@@ -175,7 +177,7 @@ impl OutputBuffer {
         }
     }
 
-    pub fn push(&mut self, _stream: Stream, text: &str) {
+    pub(crate) fn push(&mut self, _stream: Stream, text: &str) {
         let room = self.limit.saturating_sub(self.text.len());
         if text.len() <= room && self.dropped == 0 {
             self.text.push_str(text);
@@ -186,7 +188,7 @@ impl OutputBuffer {
         self.dropped += text.len() - kept.len();
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         let mut text = self.text;
         if self.dropped > 0 {
             if !text.ends_with('\n') {

@@ -11,7 +11,7 @@ use super::jail;
 /// while executions run and must then resume (SIGCONT). Pauses nest: the groups resume when the
 /// last [`Paused`] is dropped.
 #[derive(Debug, Clone, Default)]
-pub struct Starting(Arc<std::sync::Mutex<StartingState>>);
+pub(crate) struct Starting(Arc<std::sync::Mutex<StartingState>>);
 
 #[derive(Debug, Default)]
 struct StartingState {
@@ -21,7 +21,7 @@ struct StartingState {
 
 impl Starting {
     /// Stops every worker now starting until the returned guard (and any other) is dropped.
-    pub fn pause(&self) -> Paused {
+    pub(crate) fn pause(&self) -> Paused {
         let mut state = self.0.lock().expect("starting lock");
         state.pauses += 1;
         for &pgid in &state.groups {
@@ -32,7 +32,7 @@ impl Starting {
 
     /// Lists a group while its worker starts (until the returned guard is dropped). A group
     /// listed during a pause is not stopped: it is the refill the pause has already allowed.
-    pub fn list(&self, pgid: u32) -> Listed {
+    pub(crate) fn list(&self, pgid: u32) -> Listed {
         self.0.lock().expect("starting lock").groups.push(pgid);
         Listed(self.clone(), pgid)
     }
@@ -40,7 +40,7 @@ impl Starting {
 
 /// A pause of a pool's starting workers; dropping the last one resumes them.
 #[derive(Debug)]
-pub struct Paused(Starting);
+pub(crate) struct Paused(Starting);
 
 impl Drop for Paused {
     fn drop(&mut self) {
@@ -55,7 +55,7 @@ impl Drop for Paused {
 }
 
 /// A starting worker's entry in [`Starting`].
-pub struct Listed(Starting, u32);
+pub(crate) struct Listed(Starting, u32);
 
 impl Drop for Listed {
     fn drop(&mut self) {

@@ -13,7 +13,7 @@ use super::pause::Starting;
 use super::proto::Language;
 
 /// A stock of ready workers for one language.
-pub struct WorkerPool {
+pub(crate) struct WorkerPool {
     config: WorkerConfig,
     language: Language,
     size: usize,
@@ -24,7 +24,7 @@ pub struct WorkerPool {
 
 impl WorkerPool {
     /// Creates the pool and starts filling it in the background. `size` 0 disables pooling.
-    pub fn start(config: WorkerConfig, language: Language, size: usize) -> Arc<Self> {
+    pub(crate) fn start(config: WorkerConfig, language: Language, size: usize) -> Arc<Self> {
         let pool = Arc::new(WorkerPool {
             config,
             language,
@@ -48,7 +48,7 @@ impl WorkerPool {
     /// (killed and reaped), and a stock worker still starting is paused meanwhile; both wait
     /// at most [`REFILL_DELAY`]. When the stock is empty (more demand than stock), nothing is
     /// held back: the refill goes on, in parallel with the worker started here.
-    pub async fn take(&self) -> Result<Worker, SpawnError> {
+    pub(crate) async fn take(&self) -> Result<Worker, SpawnError> {
         let taken = std::time::Instant::now();
         let pooled = loop {
             let next = self.ready.lock().expect("pool lock").pop_front();
@@ -111,11 +111,11 @@ impl WorkerPool {
     }
 
     /// Workers currently waiting in the stock.
-    pub fn ready_count(&self) -> usize {
+    pub(crate) fn ready_count(&self) -> usize {
         self.ready.lock().expect("pool lock").len()
     }
 
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.size
     }
 }

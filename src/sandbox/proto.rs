@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The protocol version both sides speak.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// The longest line a worker may send (bytes). Longer lines end the execution.
-pub const MAX_WORKER_LINE: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_WORKER_LINE: usize = 4 * 1024 * 1024;
 
 /// The language of sandboxed code: what an execution runs, and what a wrapper module is
 /// written in (`--lang ts|py` on the command line).
@@ -24,7 +24,7 @@ pub enum Language {
 }
 
 impl Language {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Language::Typescript => "typescript",
             Language::Python => "python",
@@ -32,7 +32,7 @@ impl Language {
     }
 
     /// The file extension of its source files (wrapper modules).
-    pub fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             Language::Typescript => "ts",
             Language::Python => "py",
@@ -43,14 +43,14 @@ impl Language {
 /// Which console stream a piece of output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Stream {
+pub(crate) enum Stream {
     Stdout,
     Stderr,
 }
 
 /// An error thrown by user code, as the worker reports it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct UserError {
+pub(crate) struct UserError {
     #[serde(default)]
     pub name: String,
     #[serde(default)]
@@ -61,7 +61,7 @@ pub struct UserError {
 
 /// A message from the worker.
 #[derive(Debug, Clone, PartialEq)]
-pub enum WorkerMessage {
+pub(crate) enum WorkerMessage {
     Ready,
     Output {
         stream: Stream,
@@ -80,7 +80,7 @@ pub enum WorkerMessage {
 
 /// What sandboxed code asks the host for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum HostRequest {
+pub(crate) enum HostRequest {
     CallTool {
         target: ToolTarget,
         args: Value,
@@ -96,7 +96,7 @@ pub enum HostRequest {
 
 /// How user code named a tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolTarget {
+pub(crate) enum ToolTarget {
     /// `mcp__<server>__<tool>`, resolved against the configured server names later.
     Qualified(String),
     Split {
@@ -107,7 +107,7 @@ pub enum ToolTarget {
 
 /// A protocol violation by the worker.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum ProtocolError {
+pub(crate) enum ProtocolError {
     #[error("worker sent malformed JSON: {0}")]
     Json(String),
     #[error("worker spoke protocol version {0}, expected {VERSION}")]
@@ -181,7 +181,7 @@ fn fields<T: serde::de::DeserializeOwned>(
 }
 
 /// Parses one line from a worker.
-pub fn parse_worker_line(line: &str) -> Result<WorkerMessage, ProtocolError> {
+pub(crate) fn parse_worker_line(line: &str) -> Result<WorkerMessage, ProtocolError> {
     let envelope: Envelope =
         serde_json::from_str(line).map_err(|e| ProtocolError::Json(e.to_string()))?;
     if envelope.v != u64::from(VERSION) {
@@ -258,7 +258,7 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
 }
 
 /// The `execute` message: sent once per worker.
-pub fn execute_line(language: Language, code: &str, output_limit: usize) -> String {
+pub(crate) fn execute_line(language: Language, code: &str, output_limit: usize) -> String {
     line(serde_json::json!({
         "v": VERSION,
         "type": "execute",
@@ -269,7 +269,7 @@ pub fn execute_line(language: Language, code: &str, output_limit: usize) -> Stri
 }
 
 /// The answer to call `id`.
-pub fn reply_line(id: u64, result: &Result<Value, String>) -> String {
+pub(crate) fn reply_line(id: u64, result: &Result<Value, String>) -> String {
     line(match result {
         Ok(value) => {
             serde_json::json!({"v": VERSION, "type": "reply", "id": id, "ok": true, "value": value})

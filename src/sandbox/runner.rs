@@ -7,7 +7,7 @@
 //! project's Deno by `scripts/test`).
 
 /// The whole runner: every piece of `runner/`, in name order.
-pub const SOURCE: &str = concat!(
+pub(crate) const SOURCE: &str = concat!(
     include_str!("runner/00_private.js"),
     include_str!("runner/01_protocol.js"),
     include_str!("runner/02_helpers.js"),

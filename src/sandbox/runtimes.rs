@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 /// Environment variable naming a local directory with the npm tarballs.
-pub const MIRROR_ENV: &str = "CODE_EXECUTOR_RUNTIME_MIRROR";
+pub(crate) const MIRROR_ENV: &str = "CODE_EXECUTOR_RUNTIME_MIRROR";
 
 /// One pinned npm tarball.
 #[derive(Debug, Clone, Copy)]
-pub struct Artifact {
+pub(crate) struct Artifact {
     pub name: &'static str,
     pub version: &'static str,
     /// File name in a mirror directory.
@@ -26,7 +26,7 @@ pub struct Artifact {
 }
 
 /// Deno (V8 + TypeScript), npm package `@deno/linux-x64-glibc`.
-pub const DENO: Artifact = Artifact {
+pub(crate) const DENO: Artifact = Artifact {
     name: "deno",
     version: "2.9.6",
     file: "deno-linux-x64-glibc-2.9.6.tgz",
@@ -35,7 +35,7 @@ pub const DENO: Artifact = Artifact {
 };
 
 /// Pyodide (CPython in WebAssembly), npm package `pyodide`.
-pub const PYODIDE: Artifact = Artifact {
+pub(crate) const PYODIDE: Artifact = Artifact {
     name: "pyodide",
     version: "314.0.7",
     file: "pyodide-314.0.7.tgz",
@@ -43,7 +43,7 @@ pub const PYODIDE: Artifact = Artifact {
     sha256: "66b7949e5a0cba2250b586d7e368bf12fb482800748d182c4618254b685ffaa0",
 };
 
-pub const ALL: [Artifact; 2] = [DENO, PYODIDE];
+pub(crate) const ALL: [Artifact; 2] = [DENO, PYODIDE];
 
 const MARKER: &str = ".verified";
 /// The largest tarball we accept (Deno is ~45 MB, Pyodide ~12 MB).
@@ -87,12 +87,12 @@ pub enum RuntimeError {
 }
 
 /// Where one artifact is installed.
-pub fn install_dir(runtime_dir: &Path, artifact: &Artifact) -> PathBuf {
+pub(crate) fn install_dir(runtime_dir: &Path, artifact: &Artifact) -> PathBuf {
     runtime_dir.join(format!("{}-{}", artifact.name, artifact.version))
 }
 
 /// Finds the installed runtimes, without fetching.
-pub fn locate(runtime_dir: &Path) -> Result<Runtimes, RuntimeError> {
+pub(crate) fn locate(runtime_dir: &Path) -> Result<Runtimes, RuntimeError> {
     for artifact in ALL {
         let dir = install_dir(runtime_dir, &artifact);
         let marker = std::fs::read_to_string(dir.join(MARKER)).unwrap_or_default();
@@ -173,7 +173,7 @@ async fn download(artifact: &Artifact) -> Result<Vec<u8>, RuntimeError> {
 }
 
 /// Checks the tarball against its pinned SHA-256.
-pub fn verify(artifact: &Artifact, bytes: &[u8]) -> Result<(), RuntimeError> {
+pub(crate) fn verify(artifact: &Artifact, bytes: &[u8]) -> Result<(), RuntimeError> {
     let actual = hex::encode(Sha256::digest(bytes));
     if actual != artifact.sha256 {
         return Err(RuntimeError::ChecksumMismatch {

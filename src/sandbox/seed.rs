@@ -27,17 +27,17 @@ pub struct Prepared {
 pub struct PreparedSlot(Arc<RwLock<Option<Arc<Prepared>>>>);
 
 impl PreparedSlot {
-    pub fn get(&self) -> Option<Arc<Prepared>> {
+    pub(crate) fn get(&self) -> Option<Arc<Prepared>> {
         self.0.read().expect("prepared slot lock").clone()
     }
 
-    pub fn set(&self, prepared: Prepared) {
+    pub(crate) fn set(&self, prepared: Prepared) {
         *self.0.write().expect("prepared slot lock") = Some(Arc::new(prepared));
     }
 
     /// Stops using the snapshot and its seed (Python then starts the slow way, but still
     /// starts).
-    pub fn discard(&self) {
+    pub(crate) fn discard(&self) {
         *self.0.write().expect("prepared slot lock") = None;
     }
 }
@@ -60,7 +60,7 @@ pub struct CacheSeed {
 
 impl CacheSeed {
     /// The analysis caches a finished trusted run left in `deno_dir`.
-    pub fn collect(deno_dir: &Path) -> io::Result<CacheSeed> {
+    pub(crate) fn collect(deno_dir: &Path) -> io::Result<CacheSeed> {
         let mut files = Vec::new();
         for entry in std::fs::read_dir(deno_dir)? {
             let entry = entry?;
@@ -76,7 +76,7 @@ impl CacheSeed {
     }
 
     /// Writes the files and their sums into `dir` (which must not exist yet).
-    pub fn save(&self, dir: &Path) -> io::Result<()> {
+    pub(crate) fn save(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir(dir)?;
         let mut sums = String::new();
         for (name, bytes) in &self.files {
@@ -88,7 +88,7 @@ impl CacheSeed {
 
     /// The seed saved in `dir`, if every file its sums name is there, unaltered, and has a
     /// plausible name. Anything else in the directory is ignored.
-    pub fn load_verified(dir: &Path) -> Option<CacheSeed> {
+    pub(crate) fn load_verified(dir: &Path) -> Option<CacheSeed> {
         let sums = std::fs::read_to_string(dir.join(SUMS)).ok()?;
         let mut files = Vec::new();
         for line in sums.lines() {
@@ -106,14 +106,14 @@ impl CacheSeed {
     }
 
     /// Copies the files into a new worker's (still empty) `DENO_DIR`.
-    pub fn install(&self, deno_dir: &Path) -> io::Result<()> {
+    pub(crate) fn install(&self, deno_dir: &Path) -> io::Result<()> {
         for (name, bytes) in &self.files {
             std::fs::write(deno_dir.join(name), bytes)?;
         }
         Ok(())
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.files.is_empty()
     }
 }

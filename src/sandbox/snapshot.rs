@@ -32,7 +32,7 @@ pub enum SnapshotError {
 /// Where the snapshot for the pinned runtime versions and this build's runner lives (the
 /// runner refuses a snapshot made by another runner, so builds sharing a cache must not share
 /// a file name).
-pub fn path(cache_dir: &Path) -> PathBuf {
+pub(crate) fn path(cache_dir: &Path) -> PathBuf {
     let runner = hex::encode(Sha256::digest(runner_url().as_bytes()));
     cache_dir.join(format!(
         "pyodide-{}-deno-{}-runner-{}.snapshot",
@@ -56,7 +56,7 @@ fn sha256_of(path: &Path) -> Option<String> {
 }
 
 /// The snapshot and the cache seed, if both exist and match their recorded SHA-256 sums.
-pub fn verified(cache_dir: &Path) -> Option<Prepared> {
+pub(crate) fn verified(cache_dir: &Path) -> Option<Prepared> {
     let snapshot = path(cache_dir);
     let recorded = std::fs::read_to_string(digest_path(&snapshot)).ok()?;
     if sha256_of(&snapshot)? != recorded.trim() {

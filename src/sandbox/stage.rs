@@ -18,7 +18,7 @@ const MAX_WRAPPER_BYTES: u64 = 4 * 1024 * 1024;
 /// with identifier names are copied, opened without following links, so nothing but those
 /// files' bytes reaches the sandbox. The runner links `import ... from "wrappers/<name>.ts"` to
 /// them (TypeScript) or puts them on Python's path as the package `wrappers`.
-pub fn wrappers(source: Option<&Path>, language: Language, cwd: &Path) -> Option<PathBuf> {
+pub(crate) fn wrappers(source: Option<&Path>, language: Language, cwd: &Path) -> Option<PathBuf> {
     let source = source?;
     let ext = format!(".{}", language.extension());
     let staged = cwd.join("wrappers");

@@ -23,7 +23,7 @@ const STDERR_LINES: usize = 20;
 
 /// The last lines a downstream server wrote to stderr.
 #[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
 
 impl StderrTail {
     fn push(&self, line: String) {
@@ -35,7 +35,7 @@ impl StderrTail {
     }
 
     /// Appends the last stderr lines to an error, where there are any.
-    pub fn annotate(&self, reason: String) -> String {
+    pub(crate) fn annotate(&self, reason: String) -> String {
         let lines = self.0.lock().expect("stderr tail lock");
         let tail: Vec<&str> = lines
             .iter()
@@ -73,27 +73,27 @@ impl ClientHandler for UpstreamHandler {
 }
 
 /// A live client connection.
-pub struct Connection {
+pub(crate) struct Connection {
     service: RunningService<RoleClient, UpstreamHandler>,
 }
 
 impl Connection {
-    pub fn peer(&self) -> Peer<RoleClient> {
+    pub(crate) fn peer(&self) -> Peer<RoleClient> {
         self.service.peer().clone()
     }
 
     /// The protocol version negotiated with the server.
-    pub fn protocol_version(&self) -> Option<String> {
+    pub(crate) fn protocol_version(&self) -> Option<String> {
         self.service
             .peer_info()
             .map(|info| info.protocol_version.to_string())
     }
 
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.service.is_transport_closed()
     }
 
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         let _ = self.service.cancel().await;
     }
 }
@@ -103,7 +103,7 @@ impl Connection {
 /// it (an error, or no answer), a fresh connection with the `initialize` handshake (2025-11-25
 /// and earlier). Two clean attempts, rather than a fallback on the same stream, so a late
 /// answer to the first attempt can never be mistaken for the second's.
-pub async fn connect(
+pub(crate) async fn connect(
     spec: &ServerSpec,
     tools: ToolCache,
     stderr_tail: StderrTail,

@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 
 use crate::clients::discovery::{ServerSpec, Transport};
-pub use client::StderrTail;
+pub(crate) use client::StderrTail;
 
 /// How long a failed start is remembered before the next use tries again.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(5);
@@ -116,12 +116,12 @@ impl UpstreamPool {
         UpstreamPool { servers, timeouts }
     }
 
-    pub fn server_names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn server_names(&self) -> impl Iterator<Item = &str> {
         self.servers.keys().map(String::as_str)
     }
 
     /// An error naming the configured servers when `server` is not one of them.
-    pub fn ensure_known(&self, server: &str) -> Result<(), UpstreamError> {
+    pub(crate) fn ensure_known(&self, server: &str) -> Result<(), UpstreamError> {
         self.slot(server).map(|_| ())
     }
 
@@ -136,7 +136,7 @@ impl UpstreamPool {
 
     /// Splits `mcp__<server>__<tool>` using the configured server names (longest match wins,
     /// so names containing `__` still resolve).
-    pub fn resolve(&self, qualified: &str) -> Result<(String, String), UpstreamError> {
+    pub(crate) fn resolve(&self, qualified: &str) -> Result<(String, String), UpstreamError> {
         let rest = qualified.strip_prefix("mcp__").unwrap_or(qualified);
         self.servers
             .keys()

@@ -23,7 +23,7 @@ use crate::sandbox::proto::Language;
 
 /// One generated module.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Module {
+pub(crate) struct Module {
     pub server: String,
     /// e.g. `git.ts`
     pub file_name: String,
@@ -36,7 +36,7 @@ const HASH_MARK: &str = "schema-hash: ";
 
 /// `sha256:<hex>` over the tools' names, descriptions and schemas in a canonical form (keys
 /// sorted, tools sorted by name), so the same schemas always give the same hash.
-pub fn schema_hash(tools: &[Tool]) -> String {
+pub(crate) fn schema_hash(tools: &[Tool]) -> String {
     let mut items: Vec<(String, String)> = tools
         .iter()
         .map(|t| {
@@ -93,7 +93,7 @@ fn canonical(value: &Value) -> String {
 }
 
 /// The schema hash written in a module's header, if any.
-pub fn header_hash(text: &str) -> Option<&str> {
+pub(crate) fn header_hash(text: &str) -> Option<&str> {
     text.lines()
         .take(12)
         .find_map(|l| l.split_once(HASH_MARK).map(|(_, h)| h.trim()))
@@ -225,7 +225,7 @@ fn fix_start(mut ident: String, reserved: &[&str]) -> String {
 }
 
 /// `git_status` → `gitStatus`.
-pub fn camel_case(name: &str) -> String {
+pub(crate) fn camel_case(name: &str) -> String {
     let mut out = String::new();
     for (i, w) in words(name).into_iter().enumerate() {
         if i == 0 {
@@ -242,7 +242,7 @@ pub fn camel_case(name: &str) -> String {
 }
 
 /// `getInventory` → `get_inventory`.
-pub fn snake_case(name: &str) -> String {
+pub(crate) fn snake_case(name: &str) -> String {
     fix_start(words(name).join("_"), PY_RESERVED)
 }
 
@@ -257,7 +257,7 @@ fn pascal_case(name: &str) -> String {
 
 /// The module name for a server, a valid identifier in both languages: `Test-Store` →
 /// `test_store`.
-pub fn module_name(server: &str) -> String {
+pub(crate) fn module_name(server: &str) -> String {
     fix_start(words(server).join("_"), PY_RESERVED)
 }
 
@@ -327,7 +327,7 @@ fn sorted_tools(tools: &[Tool]) -> Vec<&Tool> {
 }
 
 /// Generates the module for one server.
-pub fn generate(server: &str, tools: &[Tool], lang: Language, module: &str) -> Module {
+pub(crate) fn generate(server: &str, tools: &[Tool], lang: Language, module: &str) -> Module {
     let hash = schema_hash(tools);
     let text = match lang {
         Language::Typescript => typescript(server, tools, &hash, module),
@@ -343,7 +343,7 @@ pub fn generate(server: &str, tools: &[Tool], lang: Language, module: &str) -> M
 
 /// Generates every server's module, with module names unique across servers (servers sorted
 /// by name).
-pub fn generate_all(servers: &[(String, Vec<Tool>)], lang: Language) -> Vec<Module> {
+pub(crate) fn generate_all(servers: &[(String, Vec<Tool>)], lang: Language) -> Vec<Module> {
     let mut sorted: Vec<&(String, Vec<Tool>)> = servers.iter().collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut taken = BTreeSet::new();
@@ -572,13 +572,13 @@ fn python(server: &str, tools: &[Tool], hash: &str, module: &str) -> String {
 
 /// Why a module on disk does not match what would be generated now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stale {
+pub(crate) struct Stale {
     pub file_name: String,
     pub reason: String,
 }
 
 /// Compares generated modules with the files found (`file name → text`).
-pub fn check(expected: &[Module], found: &dyn Fn(&str) -> Option<String>) -> Vec<Stale> {
+pub(crate) fn check(expected: &[Module], found: &dyn Fn(&str) -> Option<String>) -> Vec<Stale> {
     let mut stale = Vec::new();
     for m in expected {
         match found(&m.file_name) {

@@ -23,9 +23,10 @@ mod procfs;
 #[allow(unsafe_code)]
 mod sys;
 
-pub use check::{Check, Report};
-pub use probes::{PROBE_ALLOWED, PROBE_REFUSED, Probe, probe_main};
-pub use procfs::{
+pub(crate) use check::{Check, Report};
+pub(crate) use probes::Probe;
+pub use probes::probe_main;
+pub(crate) use procfs::{
     Mount, ProcStatus, env_names, looks_secret, mount_at, parse_cgroup_limit, parse_mountinfo,
 };
 

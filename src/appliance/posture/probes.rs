@@ -12,7 +12,7 @@ use super::sys;
 
 /// A syscall probe that must be refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Probe {
+pub(crate) enum Probe {
     Unshare,
     Mount,
     Ptrace,
@@ -22,7 +22,7 @@ pub enum Probe {
 }
 
 impl Probe {
-    pub const ALL: [Probe; 6] = [
+    pub(crate) const ALL: [Probe; 6] = [
         Probe::Unshare,
         Probe::Mount,
         Probe::Ptrace,
@@ -31,7 +31,7 @@ impl Probe {
         Probe::Sockets,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Probe::Unshare => "unshare",
             Probe::Mount => "mount",
@@ -53,15 +53,15 @@ impl Probe {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Probe> {
+    pub(crate) fn from_name(name: &str) -> Option<Probe> {
         Probe::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 
 /// Exit codes of `posture-probe`: 0 all refused as required, 1 something was allowed, 2 the
 /// probe could not run.
-pub const PROBE_REFUSED: i32 = 0;
-pub const PROBE_ALLOWED: i32 = 1;
+pub(crate) const PROBE_REFUSED: i32 = 0;
+pub(crate) const PROBE_ALLOWED: i32 = 1;
 
 pub(super) fn run_probe(exe: &Path, probe: Probe) -> Check {
     let out = Command::new(exe)

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// The fields of `/proc/PID/status` the report looks at.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct ProcStatus {
+pub(crate) struct ProcStatus {
     pub cap_eff: Option<u64>,
     pub cap_prm: Option<u64>,
     pub cap_bnd: Option<u64>,
@@ -21,11 +21,11 @@ pub struct ProcStatus {
 }
 
 impl ProcStatus {
-    pub fn read(path: &Path) -> Option<Self> {
+    pub(crate) fn read(path: &Path) -> Option<Self> {
         std::fs::read_to_string(path).ok().map(|s| Self::parse(&s))
     }
 
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         let mut s = ProcStatus::default();
         for line in text.lines() {
             let Some((key, value)) = line.split_once(':') else {
@@ -55,14 +55,14 @@ impl ProcStatus {
 
 /// One line of `/proc/self/mountinfo`: the mount point and its per-mount options.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Mount {
+pub(crate) struct Mount {
     pub point: String,
     pub options: Vec<String>,
     pub fstype: String,
 }
 
 /// Parses `/proc/self/mountinfo`.
-pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+pub(crate) fn parse_mountinfo(text: &str) -> Vec<Mount> {
     text.lines()
         .filter_map(|line| {
             let (left, right) = line.split_once(" - ")?;
@@ -80,7 +80,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
 }
 
 /// The mount that `path` (an exact mount point) resolves to: the last one mounted there.
-pub fn mount_at<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
+pub(crate) fn mount_at<'a>(mounts: &'a [Mount], path: &str) -> Option<&'a Mount> {
     mounts.iter().rev().find(|m| m.point == path)
 }
 
@@ -105,7 +105,7 @@ fn unescape_octal(s: &str) -> String {
 }
 
 /// Variable names from a `/proc/PID/environ` buffer (values are never kept).
-pub fn env_names(environ: &[u8]) -> Vec<String> {
+pub(crate) fn env_names(environ: &[u8]) -> Vec<String> {
     environ
         .split(|b| *b == 0)
         .filter(|kv| !kv.is_empty())
@@ -118,7 +118,7 @@ pub fn env_names(environ: &[u8]) -> Vec<String> {
 
 /// Whether a variable name looks like it holds a secret. Names ending in `_FILE` point to a
 /// file (the way secrets should be passed) and are not secrets themselves.
-pub fn looks_secret(name: &str) -> bool {
+pub(crate) fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     if upper.ends_with("_FILE") || upper.ends_with("_PATH") || upper.ends_with("_DIR") {
         return false;
@@ -141,7 +141,7 @@ pub fn looks_secret(name: &str) -> bool {
 }
 
 /// A cgroup limit value: `Some(limit)` when one is set, `None` when unlimited.
-pub fn parse_cgroup_limit(text: &str) -> Option<u64> {
+pub(crate) fn parse_cgroup_limit(text: &str) -> Option<u64> {
     let t = text.trim();
     if t == "max" {
         return None;

@@ -7,7 +7,7 @@ use std::io;
 
 /// `clone(flags | SIGCHLD)` with no new stack (fork-like). Returns the errno when refused, or
 /// `Ok(())` when a child was created (it has already exited and been waited for).
-pub fn clone_with_flags(flags: libc::c_int) -> Result<(), io::Error> {
+pub(crate) fn clone_with_flags(flags: libc::c_int) -> Result<(), io::Error> {
     let flags = (flags | libc::SIGCHLD) as libc::c_ulong;
     // SAFETY: x86-64 clone(flags, stack = NULL, parent_tid = NULL, child_tid = NULL, tls = 0):
     // with a NULL stack the child runs on a copy of the caller's stack, like fork. No pointer
@@ -17,7 +17,7 @@ pub fn clone_with_flags(flags: libc::c_int) -> Result<(), io::Error> {
 }
 
 /// `clone3` with `flags` in its argument structure (first version, 64 bytes).
-pub fn clone3_with_flags(flags: u64) -> Result<(), io::Error> {
+pub(crate) fn clone3_with_flags(flags: u64) -> Result<(), io::Error> {
     // struct clone_args v0: flags, pidfd, child_tid, parent_tid, exit_signal, stack,
     // stack_size, tls; all but flags and exit_signal zero (fork-like, no pointers).
     let args: [u64; 8] = [flags, 0, 0, 0, libc::SIGCHLD as u64, 0, 0, 0];
@@ -49,7 +49,7 @@ fn settle(rc: libc::c_long) -> Result<(), io::Error> {
 }
 
 /// Forks a child that sleeps `seconds` and exits; returns its PID (the fork-bomb probe).
-pub fn fork_sleeper(seconds: u32) -> Result<libc::pid_t, io::Error> {
+pub(crate) fn fork_sleeper(seconds: u32) -> Result<libc::pid_t, io::Error> {
     // SAFETY: called only from the `posture-probe` process, which is single-threaded (it runs
     // before any runtime thread is started), so the child may run code after fork; it only
     // calls the async-signal-safe sleep and _exit.
