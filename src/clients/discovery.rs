@@ -2602,4 +2602,155 @@ args = ["serve"]
         assert!(launches_self("uvx", &args(&[]), &me).is_none());
         assert!(launches_self("code-executor", &[], &[]).is_none());
     }
+
+    #[test]
+    fn labels_of_every_source() {
+        let labels: Vec<_> = [
+            SourceKind::ClaudeDesktop,
+            SourceKind::CursorGlobal,
+            SourceKind::CodexUser,
+            SourceKind::GeminiUser,
+            SourceKind::ClaudeCodeUser,
+            SourceKind::ClaudeCodeLocal,
+            SourceKind::VsCode,
+            SourceKind::CursorProject,
+            SourceKind::CodexProject,
+            SourceKind::GeminiProject,
+            SourceKind::ClaudeCodeProject,
+            SourceKind::Explicit,
+        ]
+        .iter()
+        .map(|k| k.label())
+        .collect();
+        assert_eq!(
+            labels,
+            [
+                "Claude Desktop",
+                "Cursor (global)",
+                "Codex (user)",
+                "Gemini CLI (user)",
+                "Claude Code (user scope)",
+                "Claude Code (local scope)",
+                "VS Code (workspace)",
+                "Cursor (project)",
+                "Codex (project)",
+                "Gemini CLI (project)",
+                "Claude Code (project scope)",
+                "MCP_CONFIG_PATH",
+            ]
+        );
+        let source = ConfigSource {
+            kind: SourceKind::CursorGlobal,
+            path: PathBuf::from("/h/.cursor/mcp.json"),
+        };
+        assert_eq!(
+            source.to_string(),
+            "Cursor (global) config /h/.cursor/mcp.json"
+        );
+    }
+
+    #[test]
+    fn claude_desktop_reads_both_files_macos_last() {
+        let fx = Fixture::new();
+        let linux = fx.home_file(
+            ".config/Claude/claude_desktop_config.json",
+            r#"{"mcpServers": {"a": {"command": "linux"}, "l": {"command": "l"}}}"#,
+        );
+        let mac = fx.home_file(
+            "Library/Application Support/Claude/claude_desktop_config.json",
+            r#"{"mcpServers": {"a": {"command": "mac"}}}"#,
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), ["a", "l"]);
+        assert_eq!(server(&d, "a").transport, stdio("mac", &[]));
+        assert_eq!(d.sources_read, [linux, mac]);
+    }
+
+    #[test]
+    fn vscode_user_config_is_not_read() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".config/Code/User/mcp.json",
+            r#"{"servers": {"u": {"command": "u"}}}"#,
+        );
+        fx.home_file(
+            "Library/Application Support/Code/User/mcp.json",
+            r#"{"servers": {"m": {"command": "m"}}}"#,
+        );
+        let d = fx.discover();
+        assert!(d.servers.is_empty());
+        assert!(d.sources_read.is_empty());
+    }
+
+    #[test]
+    fn an_entry_named_like_this_server_is_used() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".cursor/mcp.json",
+            r#"{"mcpServers": {"code-executor": {"command": "/opt/ce-wrapper", "args": ["serve"]}}}"#,
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), ["code-executor"]);
+        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    }
+
+    #[test]
+    fn gemini_lists_apply_to_their_own_file_only() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".gemini/settings.json",
+            r#"{"mcp": {"excluded": ["p"]}, "excludeMCPServers": ["u2"],
+                "mcpServers": {"u": {"command": "u"}, "u2": {"command": "u2"}}}"#,
+        );
+        fx.project_file(
+            ".gemini/settings.json",
+            r#"{"excludeMCPServers": ["u"], "allowMCPServers": ["p", "q"],
+                "mcpServers": {"p": {"command": "p"}, "q": {"command": "q"}, "r": {"command": "r"}}}"#,
+        );
+        let d = fx.discover();
+        // The user file's `p` and the project file's `u` reach nothing; the legacy key is read
+        // only where `mcp.excluded` is missing.
+        assert_eq!(names(&d), ["p", "q", "u", "u2"]);
+        assert_eq!(
+            disabled(&d, "r").reason,
+            format!(
+                "not in \"mcp.allowed\" in {}",
+                fx.project.join(".gemini/settings.json").display()
+            )
+        );
+    }
+
+    #[test]
+    fn claude_settings_files_reject_dot_mcp_json_servers() {
+        let fx = Fixture::new();
+        fx.home_file(
+            ".claude/settings.json",
+            r#"{"disabledMcpjsonServers": ["home-off"]}"#,
+        );
+        fx.project_file(
+            ".claude/settings.json",
+            r#"{"disabledMcpjsonServers": ["project-off"], "disabledMcpServers": ["not-read"]}"#,
+        );
+        fx.project_file(
+            ".mcp.json",
+            r#"{"mcpServers": {"home-off": {"command": "a"}, "project-off": {"command": "b"}, "not-read": {"command": "c"}}}"#,
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), ["not-read"]);
+        assert!(
+            disabled(&d, "home-off")
+                .reason
+                .contains(".claude/settings.json")
+        );
+        assert_eq!(d.sources_read.len(), 3);
+    }
+
+    #[test]
+    fn explicit_toml_file_is_read_as_toml() {
+        let fx = Fixture::new();
+        let path = fx.home_file("mcp.toml", "[mcpServers.t]\ncommand = \"t\"\n");
+        let mut inputs = fx.inputs();
+        inputs.explicit = Some(path);
+        assert_eq!(names(&discover(&inputs).unwrap()), ["t"]);
+    }
 }

@@ -545,4 +545,51 @@ mod tests {
         let err = plan(&opts, &[Client::ClaudeDesktop]).unwrap_err();
         assert!(err.to_string().contains("Claude Desktop"), "{err}");
     }
+
+    #[test]
+    fn disable_others_skips_what_the_client_already_lists_off() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (home, project) = (tmp.path().join("home"), tmp.path().join("project"));
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let key = serde_json::to_string(&project.to_string_lossy()).unwrap();
+        std::fs::write(
+            home.join(".claude.json"),
+            format!(
+                r#"{{"mcpServers": {{"u": {{"command": "u"}}, "v": {{"command": "v"}}}},
+                    "projects": {{{key}: {{"disabledMcpServers": ["v"], "disabledMcpjsonServers": ["u"]}}}}}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            home.join(".claude/settings.json"),
+            r#"{"disabledMcpjsonServers": ["s"]}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            project.join(".mcp.json"),
+            r#"{"mcpServers": {"s": {"command": "s"}, "t": {"command": "t"}}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            home.join(".gemini/settings.json"),
+            r#"{"mcp": {"allowed": ["a"]}, "mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}"#,
+        )
+        .unwrap();
+        let opts = options(&home, &project, true);
+        let plan = plan(&opts, &[Client::ClaudeCode, Client::Gemini]).unwrap();
+        let disabled: Vec<_> = plan.outcomes.iter().map(|o| o.disabled.clone()).collect();
+        // Today: Claude Code's `disabledMcpjsonServers` counts for every scope, its settings
+        // files are not read, and Gemini CLI's `mcp.allowed` is not read.
+        assert_eq!(disabled, [vec!["s", "t"], vec!["a", "b"]]);
+        let ours = plan
+            .changes
+            .iter()
+            .find(|c| c.path == opts.servers_file)
+            .unwrap();
+        let ours = edit::parse_json(&ours.after).unwrap();
+        let copied: Vec<_> = ours["mcpServers"].as_object().unwrap().keys().collect();
+        assert_eq!(copied, ["a", "b", "s", "t"]);
+    }
 }
