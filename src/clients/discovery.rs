@@ -19,14 +19,15 @@
 //! | 2 | `~/.cursor/mcp.json` | `mcpServers` | `CursorGlobal` |
 //! | 3 | `~/.codex/config.toml` (TOML) | `[mcp_servers.<name>]` | `CodexUser` |
 //! | 4 | `~/.gemini/settings.json` | `mcpServers` | `GeminiUser` |
-//! | 5 | `~/.claude.json` | `mcpServers` | `ClaudeCodeUser` |
-//! | 6 | `~/.claude.json` | `projects[<project dir>].mcpServers` | `ClaudeCodeLocal` |
-//! | 7 | `<project>/.vscode/mcp.json` | `servers` | `VsCode` |
-//! | 8 | `<project>/.cursor/mcp.json` | `mcpServers` | `CursorProject` |
-//! | 9 | `<project>/.codex/config.toml` (TOML) | `[mcp_servers.<name>]` | `CodexProject` |
-//! | 10 | `<project>/.gemini/settings.json` | `mcpServers` | `GeminiProject` |
-//! | 11 | `<project>/.mcp.json` | `mcpServers` | `ClaudeCodeProject` |
-//! | 12 | `MCP_CONFIG_PATH` | `servers`, then `mcpServers` | `Explicit` |
+//! | 5 | `~/.config/Code/User/mcp.json`, `~/Library/Application Support/Code/User/mcp.json` | `servers` | `VsCodeUser` |
+//! | 6 | `~/.claude.json` | `mcpServers` | `ClaudeCodeUser` |
+//! | 7 | `~/.claude.json` | `projects[<project dir>].mcpServers` | `ClaudeCodeLocal` |
+//! | 8 | `<project>/.vscode/mcp.json` | `servers` | `VsCode` |
+//! | 9 | `<project>/.cursor/mcp.json` | `mcpServers` | `CursorProject` |
+//! | 10 | `<project>/.codex/config.toml` (TOML) | `[mcp_servers.<name>]` | `CodexProject` |
+//! | 11 | `<project>/.gemini/settings.json` | `mcpServers` | `GeminiProject` |
+//! | 12 | `<project>/.mcp.json` | `mcpServers` | `ClaudeCodeProject` |
+//! | 13 | `MCP_CONFIG_PATH` (JSON whatever its name) | `servers`, then `mcpServers` | `Explicit` |
 //!
 //! Codex and Gemini CLI definitions are first rewritten into the standard form
 //! ([`super::dialects`]): Codex's `url` is streamable HTTP and its headers come
@@ -49,9 +50,10 @@
 //! `disabledMcpjsonServers` in that project entry or in
 //! `~/.claude/settings.json`, `<project>/.claude/settings.json` or
 //! `<project>/.claude/settings.local.json` (servers the user rejected in
-//! Claude Code). A Gemini CLI server is also disabled by its name in that
-//! file's `mcp.excluded` (or `excludeMCPServers`), or by its name missing
-//! from that file's `mcp.allowed` (or `allowMCPServers`) when there is one.
+//! Claude Code). A Gemini CLI server is also disabled by its name in
+//! `mcp.excluded` (or `excludeMCPServers`) of either Gemini CLI settings file,
+//! or by its name missing from an `mcp.allowed` (or `allowMCPServers`) of
+//! either file (Gemini CLI merges the two files' lists this way).
 //! Claude Code's approval lists (`enabledMcpjsonServers`,
 //! `enableAllProjectMcpServers`) are not consulted: an unapproved `.mcp.json`
 //! server is used.
@@ -92,7 +94,9 @@
 //! in [`DiscoveryInputs::self_names`], or that runs `npx`/`bunx`/`pnpx`/`uvx`
 //! with a package (`-p`/`--package`/`--from` value or first positional
 //! argument, version and scope stripped) in `self_names`, is dropped with a
-//! warning, checked both before and after expansion.
+//! warning, checked both before and after expansion; so is an entry named
+//! like this server (`setup` registers it under that name, whatever the
+//! command). `setup` uses the same rules.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -134,6 +138,8 @@ pub enum SourceKind {
     CodexUser,
     /// Gemini CLI's user settings `~/.gemini/settings.json`.
     GeminiUser,
+    /// VS Code's user `mcp.json` (`~/.config/Code/User/`, macOS `~/Library/Application Support/Code/User/`).
+    VsCodeUser,
     /// Claude Code's user scope: top-level `mcpServers` in `~/.claude.json`.
     ClaudeCodeUser,
     /// Claude Code's local scope: `projects[<dir>].mcpServers` in `~/.claude.json`.
@@ -160,6 +166,7 @@ impl SourceKind {
             SourceKind::CursorGlobal => "Cursor (global)",
             SourceKind::CodexUser => "Codex (user)",
             SourceKind::GeminiUser => "Gemini CLI (user)",
+            SourceKind::VsCodeUser => "VS Code (user)",
             SourceKind::ClaudeCodeUser => "Claude Code (user scope)",
             SourceKind::ClaudeCodeLocal => "Claude Code (local scope)",
             SourceKind::VsCode => "VS Code (workspace)",
@@ -365,6 +372,12 @@ pub fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryError> {
     run.file_source(SourceKind::CursorGlobal, &home.join(".cursor/mcp.json"))?;
     run.dialect_source(SourceKind::CodexUser, &home.join(".codex/config.toml"));
     run.dialect_source(SourceKind::GeminiUser, &home.join(".gemini/settings.json"));
+    for path in [
+        home.join(".config/Code/User/mcp.json"),
+        home.join("Library/Application Support/Code/User/mcp.json"),
+    ] {
+        run.file_source(SourceKind::VsCodeUser, &path)?;
+    }
     run.claude_json(&home.join(".claude.json"));
     run.file_source(SourceKind::VsCode, &project.join(".vscode/mcp.json"))?;
     run.file_source(SourceKind::CursorProject, &project.join(".cursor/mcp.json"))?;
@@ -448,6 +461,12 @@ struct Run<'a> {
     disabled_names: BTreeMap<String, String>,
     /// `disabledMcpjsonServers`: name → reason; applies to `.mcp.json` only.
     disabled_mcpjson: BTreeMap<String, String>,
+    /// Gemini CLI's `mcp.excluded` of either settings file: name → reason; applies to Gemini
+    /// CLI's servers only.
+    gemini_excluded: BTreeMap<String, String>,
+    /// Gemini CLI's `mcp.allowed` lists: (file, names); a Gemini CLI server missing from any
+    /// of them is off.
+    gemini_allowed: Vec<(PathBuf, Vec<String>)>,
     sources_read: Vec<PathBuf>,
     warnings: Vec<String>,
 }
@@ -463,6 +482,8 @@ impl<'a> Run<'a> {
             candidates: BTreeMap::new(),
             disabled_names: BTreeMap::new(),
             disabled_mcpjson: BTreeMap::new(),
+            gemini_excluded: BTreeMap::new(),
+            gemini_allowed: Vec::new(),
             sources_read: Vec::new(),
             warnings: Vec::new(),
         }
@@ -480,8 +501,13 @@ impl<'a> Run<'a> {
 
     /// Reads and parses `path`. `None` when it is missing or (unless
     /// `strict`) unusable.
-    fn load(&mut self, path: &Path, strict: bool) -> Result<Option<Value>, DiscoveryError> {
-        match read_config(path) {
+    fn load(
+        &mut self,
+        path: &Path,
+        strict: bool,
+        toml: bool,
+    ) -> Result<Option<Value>, DiscoveryError> {
+        match read_config(path, toml) {
             Ok(Some(root)) => {
                 if !self.sources_read.iter().any(|p| p == path) {
                     self.sources_read.push(path.to_owned());
@@ -521,11 +547,11 @@ impl<'a> Run<'a> {
     /// A file whose servers are all of one kind.
     fn file_source(&mut self, kind: SourceKind, path: &Path) -> Result<(), DiscoveryError> {
         let strict = kind == SourceKind::Explicit;
-        let Some(root) = self.load(path, strict)? else {
+        let Some(root) = self.load(path, strict, false)? else {
             return Ok(());
         };
         let (keys, other): (&[&str], Option<&str>) = match kind {
-            SourceKind::VsCode => (&["servers"], Some("mcpServers")),
+            SourceKind::VsCode | SourceKind::VsCodeUser => (&["servers"], Some("mcpServers")),
             SourceKind::Explicit => (&["servers", "mcpServers"], None),
             _ => (&["mcpServers"], Some("servers")),
         };
@@ -556,7 +582,7 @@ impl<'a> Run<'a> {
     /// `~/.claude.json`: user scope, this project's local scope and the
     /// disable lists.
     fn claude_json(&mut self, path: &Path) {
-        let Ok(Some(root)) = self.load(path, false) else {
+        let Ok(Some(root)) = self.load(path, false, false) else {
             return;
         };
         let user = ConfigSource {
@@ -607,7 +633,7 @@ impl<'a> Run<'a> {
 
     /// A Claude Code settings file: only its `disabledMcpjsonServers`.
     fn claude_settings(&mut self, path: &Path) {
-        if let Ok(Some(root)) = self.load(path, false) {
+        if let Ok(Some(root)) = self.load(path, false, false) {
             self.name_list(&root, "disabledMcpjsonServers", path, true);
         }
     }
@@ -657,13 +683,35 @@ impl<'a> Run<'a> {
     }
 
     /// A Codex (TOML) or Gemini CLI file: its servers rewritten into the standard form, and
-    /// for Gemini CLI its own lists of excluded and allowed servers, which apply to its servers
-    /// only.
+    /// for Gemini CLI its lists of excluded and allowed servers, which apply to the servers of
+    /// both Gemini CLI settings files (as Gemini CLI merges them).
     fn dialect_source(&mut self, kind: SourceKind, path: &Path) {
-        let Ok(Some(root)) = self.load(path, false) else {
+        let dialect = Dialect::of_file(path);
+        let Ok(Some(root)) = self.load(path, false, dialect == Dialect::Codex) else {
             return;
         };
-        let dialect = Dialect::of_file(path);
+        if dialect == Dialect::Gemini {
+            let excluded = self.gemini_list(
+                &root,
+                &["/mcp/excluded", "/excludeMCPServers"],
+                "mcp.excluded",
+                path,
+            );
+            let reason = format!("listed in \"mcp.excluded\" in {}", path.display());
+            for name in excluded.unwrap_or_default() {
+                self.gemini_excluded
+                    .entry(name)
+                    .or_insert_with(|| reason.clone());
+            }
+            if let Some(allowed) = self.gemini_list(
+                &root,
+                &["/mcp/allowed", "/allowMCPServers"],
+                "mcp.allowed",
+                path,
+            ) {
+                self.gemini_allowed.push((path.to_owned(), allowed));
+            }
+        }
         let key = match dialect {
             Dialect::Codex => "mcp_servers",
             Dialect::Gemini | Dialect::Standard => "mcpServers",
@@ -675,28 +723,8 @@ impl<'a> Run<'a> {
             kind,
             path: path.to_owned(),
         };
-        let listed = |pointer: &str, legacy: &str| -> Option<Vec<String>> {
-            let list = root.pointer(pointer).or_else(|| root.get(legacy))?;
-            Some(
-                list.as_array()?
-                    .iter()
-                    .filter_map(|n| n.as_str().map(str::to_owned))
-                    .collect(),
-            )
-        };
-        let (excluded, allowed) = match dialect {
-            Dialect::Gemini => (
-                listed("/mcp/excluded", "excludeMCPServers").unwrap_or_default(),
-                listed("/mcp/allowed", "allowMCPServers"),
-            ),
-            Dialect::Codex | Dialect::Standard => (Vec::new(), None),
-        };
         for (name, value) in map {
-            let state = if excluded.contains(name) {
-                State::Disabled(format!("listed in \"mcp.excluded\" in {}", path.display()))
-            } else if allowed.as_ref().is_some_and(|a| !a.contains(name)) {
-                State::Disabled(format!("not in \"mcp.allowed\" in {}", path.display()))
-            } else if let Some(definition) = value.as_object() {
+            let state = if let Some(definition) = value.as_object() {
                 let standard = Value::Object(dialects::standard_form(dialect, definition));
                 evaluate(name, &standard, &source, &self.ctx, &mut self.warnings)
             } else {
@@ -704,6 +732,32 @@ impl<'a> Run<'a> {
             };
             self.add_candidate(name, &source, state);
         }
+    }
+
+    /// The names in any of `pointers` (both spellings of one Gemini CLI list); `None` when
+    /// the file has neither.
+    fn gemini_list(
+        &mut self,
+        root: &Value,
+        pointers: &[&str],
+        label: &str,
+        path: &Path,
+    ) -> Option<Vec<String>> {
+        let mut out: Option<Vec<String>> = None;
+        for pointer in pointers {
+            match root.pointer(pointer) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(names)) => out
+                    .get_or_insert_with(Vec::new)
+                    .extend(names.iter().filter_map(|n| n.as_str().map(str::to_owned))),
+                Some(other) => self.warnings.push(format!(
+                    "ignoring \"{label}\" in {}: expected an array of names, found {}",
+                    path.display(),
+                    type_name(other)
+                )),
+            }
+        }
+        out
     }
 
     fn finish(self) -> Discovery {
@@ -723,11 +777,29 @@ impl<'a> Run<'a> {
                     by: winner.source.clone(),
                 });
             }
-            let listed = self.disabled_names.get(&name).or_else(|| {
-                (winner.source.kind == SourceKind::ClaudeCodeProject)
-                    .then(|| self.disabled_mcpjson.get(&name))
-                    .flatten()
-            });
+            let gemini = matches!(
+                winner.source.kind,
+                SourceKind::GeminiUser | SourceKind::GeminiProject
+            );
+            let not_allowed = self
+                .gemini_allowed
+                .iter()
+                .find(|(_, names)| !names.contains(&name))
+                .map(|(path, _)| format!("not in \"mcp.allowed\" in {}", path.display()));
+            let listed = self
+                .disabled_names
+                .get(&name)
+                .cloned()
+                .or_else(|| {
+                    (winner.source.kind == SourceKind::ClaudeCodeProject)
+                        .then(|| self.disabled_mcpjson.get(&name).cloned())
+                        .flatten()
+                })
+                .or_else(|| {
+                    gemini
+                        .then(|| self.gemini_excluded.get(&name).cloned().or(not_allowed))
+                        .flatten()
+                });
             let source = winner.source;
             match (winner.state, listed) {
                 (State::SelfSkip, _) => {}
@@ -739,7 +811,7 @@ impl<'a> Run<'a> {
                 (_, Some(reason)) => out.disabled.push(DisabledEntry {
                     name,
                     source,
-                    reason: reason.clone(),
+                    reason,
                 }),
                 (State::Invalid(error), None) => out.invalid.push(InvalidEntry {
                     name,
@@ -780,8 +852,9 @@ fn project_keys(project_dir: &Path) -> Vec<String> {
     keys
 }
 
-/// `Ok(None)` when the file does not exist.
-fn read_config(path: &Path) -> Result<Option<Value>, DiscoveryError> {
+/// `Ok(None)` when the file does not exist. `toml`: Codex's `config.toml`; otherwise JSON with
+/// comments.
+fn read_config(path: &Path, toml: bool) -> Result<Option<Value>, DiscoveryError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e)
@@ -804,7 +877,7 @@ fn read_config(path: &Path) -> Result<Option<Value>, DiscoveryError> {
         source: io::Error::new(io::ErrorKind::InvalidData, "the file is not valid UTF-8"),
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    if Dialect::of_file(path) == Dialect::Codex {
+    if toml {
         return toml::from_str::<Value>(text).map(Some).map_err(|e| {
             let at = e.span().map_or(0, |span| span.start);
             let before = &text[..at.min(text.len())];
@@ -866,13 +939,7 @@ fn evaluate(
         return State::Invalid("the server name is empty".to_owned());
     }
     let self_names = &ctx.inputs.self_names;
-    let raw_args: Vec<String> = match obj.get("args") {
-        Some(Value::Array(args)) => args.iter().filter_map(scalar_string).collect(),
-        _ => Vec::new(),
-    };
-    if let Some(Value::String(command)) = obj.get("command")
-        && let Some(hit) = launches_self(command, &raw_args, self_names)
-    {
+    if let Some(hit) = self_entry(name, obj, self_names) {
         warnings.push(self_warning(name, source, &hit));
         return State::SelfSkip;
     }
@@ -1158,6 +1225,28 @@ const VALUE_FLAGS: &[&str] = &[
 
 /// Flags whose value names the package that gets run.
 const PACKAGE_FLAGS: &[&str] = &["-p", "--package", "--from"];
+
+/// What makes a definition (as written, before expansion) this server's own entry: its
+/// `command` launches this server ([`launches_self`]), or it bears this server's name.
+pub(crate) fn self_entry(
+    name: &str,
+    definition: &Map<String, Value>,
+    self_names: &[String],
+) -> Option<String> {
+    let raw_args: Vec<String> = match definition.get("args") {
+        Some(Value::Array(args)) => args.iter().filter_map(scalar_string).collect(),
+        _ => Vec::new(),
+    };
+    if let Some(Value::String(command)) = definition.get("command")
+        && let Some(hit) = launches_self(command, &raw_args, self_names)
+    {
+        return Some(hit);
+    }
+    self_names
+        .iter()
+        .any(|s| s == name)
+        .then(|| format!("name {name:?}"))
+}
 
 /// Returns what matched when `command args...` launches this server.
 fn launches_self(command: &str, args: &[String], self_names: &[String]) -> Option<String> {
@@ -1511,7 +1600,7 @@ args = ["serve"]
         );
         fx.project_file(
             ".gemini/settings.json",
-            r#"{ "mcp": { "allowed": ["kept"] }, "mcpServers": { "kept": { "command": "kept" }, "dropped": { "command": "dropped" } } }"#,
+                        r#"{ "mcp": { "allowed": ["kept", "api", "events", "local"] }, "mcpServers": { "kept": { "command": "kept" }, "dropped": { "command": "dropped" } } }"#,
         );
         fx.project_file(
             ".mcp.json",
@@ -2610,6 +2699,7 @@ args = ["serve"]
             SourceKind::CursorGlobal,
             SourceKind::CodexUser,
             SourceKind::GeminiUser,
+            SourceKind::VsCodeUser,
             SourceKind::ClaudeCodeUser,
             SourceKind::ClaudeCodeLocal,
             SourceKind::VsCode,
@@ -2629,6 +2719,7 @@ args = ["serve"]
                 "Cursor (global)",
                 "Codex (user)",
                 "Gemini CLI (user)",
+                "VS Code (user)",
                 "Claude Code (user scope)",
                 "Claude Code (local scope)",
                 "VS Code (workspace)",
@@ -2667,35 +2758,56 @@ args = ["serve"]
     }
 
     #[test]
-    fn vscode_user_config_is_not_read() {
+    fn vscode_user_config() {
         let fx = Fixture::new();
-        fx.home_file(
+        let linux = fx.home_file(
             ".config/Code/User/mcp.json",
-            r#"{"servers": {"u": {"command": "u"}}}"#,
+            r#"{"servers": {"u": {"command": "u"}, "both": {"command": "linux"}, "mine": {"command": "vscode"}}}"#,
+        );
+        let mac = fx.home_file(
+            "Library/Application Support/Code/User/mcp.json",
+            r#"{"servers": {"m": {"command": "m"}, "both": {"command": "mac"}}}"#,
         );
         fx.home_file(
-            "Library/Application Support/Code/User/mcp.json",
-            r#"{"servers": {"m": {"command": "m"}}}"#,
+            ".gemini/settings.json",
+            r#"{"mcpServers": {"mine": {"command": "gemini"}}}"#,
+        );
+        fx.home_file(
+            ".claude.json",
+            r#"{"mcpServers": {"u": {"command": "claude"}}}"#,
         );
         let d = fx.discover();
-        assert!(d.servers.is_empty());
-        assert!(d.sources_read.is_empty());
+        assert_eq!(names(&d), ["both", "m", "mine", "u"]);
+        assert_eq!(server(&d, "both").transport, stdio("mac", &[]));
+        assert_eq!(server(&d, "both").source.kind, SourceKind::VsCodeUser);
+        // Above Gemini CLI's user settings, below Claude Code's user scope.
+        assert_eq!(server(&d, "mine").transport, stdio("vscode", &[]));
+        assert_eq!(server(&d, "u").transport, stdio("claude", &[]));
+        assert!(
+            d.sources_read
+                .ends_with(&[linux, mac, fx.home.join(".claude.json")])
+        );
     }
 
     #[test]
-    fn an_entry_named_like_this_server_is_used() {
+    fn an_entry_named_like_this_server_is_skipped() {
         let fx = Fixture::new();
         fx.home_file(
             ".cursor/mcp.json",
             r#"{"mcpServers": {"code-executor": {"command": "/opt/ce-wrapper", "args": ["serve"]}}}"#,
         );
         let d = fx.discover();
-        assert_eq!(names(&d), ["code-executor"]);
-        assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+        assert!(d.servers.is_empty());
+        assert_eq!(d.warnings.len(), 1, "{:?}", d.warnings);
+        assert!(
+            d.warnings[0].contains("launches this server itself (name \"code-executor\")"),
+            "{:?}",
+            d.warnings
+        );
     }
 
     #[test]
-    fn gemini_lists_apply_to_their_own_file_only() {
+    fn gemini_lists_apply_to_both_settings_files() {
         let fx = Fixture::new();
         fx.home_file(
             ".gemini/settings.json",
@@ -2708,9 +2820,21 @@ args = ["serve"]
                 "mcpServers": {"p": {"command": "p"}, "q": {"command": "q"}, "r": {"command": "r"}}}"#,
         );
         let d = fx.discover();
-        // The user file's `p` and the project file's `u` reach nothing; the legacy key is read
-        // only where `mcp.excluded` is missing.
-        assert_eq!(names(&d), ["p", "q", "u", "u2"]);
+        // Each file's lists reach both files' servers, as Gemini CLI merges them; both
+        // spellings of a list are read.
+        assert_eq!(names(&d), ["q"]);
+        assert_eq!(
+            disabled(&d, "u").reason,
+            format!(
+                "listed in \"mcp.excluded\" in {}",
+                fx.project.join(".gemini/settings.json").display()
+            )
+        );
+        assert!(
+            disabled(&d, "p")
+                .reason
+                .contains(&*fx.home.to_string_lossy())
+        );
         assert_eq!(
             disabled(&d, "r").reason,
             format!(
@@ -2746,11 +2870,12 @@ args = ["serve"]
     }
 
     #[test]
-    fn explicit_toml_file_is_read_as_toml() {
+    fn explicit_file_is_json_whatever_its_name() {
         let fx = Fixture::new();
         let path = fx.home_file("mcp.toml", "[mcpServers.t]\ncommand = \"t\"\n");
         let mut inputs = fx.inputs();
         inputs.explicit = Some(path);
-        assert_eq!(names(&discover(&inputs).unwrap()), ["t"]);
+        let err = discover(&inputs).unwrap_err();
+        assert!(matches!(err, DiscoveryError::Parse { .. }), "{err:?}");
     }
 }

@@ -160,7 +160,7 @@ fn print_survey(found: &[Survey]) {
                     .map(|e| {
                         if e.is_self {
                             format!("{} (this server)", e.name)
-                        } else if e.disabled || s.listed_off.contains(&e.name) {
+                        } else if e.disabled || s.listed_off.off(e) {
                             format!("{} (off)", e.name)
                         } else {
                             e.name.clone()

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::edit::{self, EditError, TomlDoc};
 use crate::clients::dialects::{self, Dialect};
+use crate::clients::discovery;
 
 /// A client `setup` can register this server with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
@@ -94,25 +95,24 @@ pub struct Places {
     pub project: PathBuf,
 }
 
+const CLAUDE_DESKTOP: [&str; 2] = [
+    ".config/Claude/claude_desktop_config.json",
+    "Library/Application Support/Claude/claude_desktop_config.json",
+];
+const VSCODE_USER: [&str; 2] = [
+    ".config/Code/User/mcp.json",
+    "Library/Application Support/Code/User/mcp.json",
+];
+
 impl Places {
-    /// Claude Desktop's config: the macOS location if it exists, else the Linux one.
-    fn claude_desktop(&self) -> PathBuf {
-        let mac = self
-            .home
-            .join("Library/Application Support/Claude/claude_desktop_config.json");
-        if mac.exists() {
+    /// Where to register in a file that has a Linux and a macOS location: the macOS one when
+    /// its directory exists, else the Linux one.
+    fn linux_or_mac(&self, [linux, mac]: [&str; 2]) -> PathBuf {
+        let mac = self.home.join(mac);
+        if mac.parent().is_some_and(Path::exists) {
             mac
         } else {
-            self.home.join(".config/Claude/claude_desktop_config.json")
-        }
-    }
-
-    fn vscode_user(&self) -> PathBuf {
-        let mac = self.home.join("Library/Application Support/Code/User");
-        if mac.exists() {
-            mac.join("mcp.json")
-        } else {
-            self.home.join(".config/Code/User/mcp.json")
+            self.home.join(linux)
         }
     }
 
@@ -164,12 +164,14 @@ impl Places {
             (Client::Cursor, Scope::Project) => {
                 json(p.join(".cursor/mcp.json"), "mcpServers", "project")
             }
-            (Client::Vscode, Scope::User) => json(self.vscode_user(), "servers", "user"),
+            (Client::Vscode, Scope::User) => {
+                json(self.linux_or_mac(VSCODE_USER), "servers", "user")
+            }
             (Client::Vscode, Scope::Project) => {
                 json(p.join(".vscode/mcp.json"), "servers", "workspace")
             }
             (Client::ClaudeDesktop, Scope::User) => {
-                json(self.claude_desktop(), "mcpServers", "user")
+                json(self.linux_or_mac(CLAUDE_DESKTOP), "mcpServers", "user")
             }
             (Client::ClaudeDesktop, Scope::Project) => return None,
             (Client::Codex, Scope::User) => ServerFile {
@@ -197,6 +199,24 @@ impl Places {
             .into_iter()
             .filter_map(|s| self.target(client, s))
             .collect();
+        // Both locations of a user file that has a Linux and a macOS one.
+        let both = match client {
+            Client::ClaudeDesktop => Some(CLAUDE_DESKTOP),
+            Client::Vscode => Some(VSCODE_USER),
+            _ => None,
+        };
+        if let Some(both) = both {
+            let user = files.remove(0);
+            for rel in both.iter().rev() {
+                files.insert(
+                    0,
+                    ServerFile {
+                        path: self.home.join(rel),
+                        ..user.clone()
+                    },
+                );
+            }
+        }
         if client == Client::ClaudeCode {
             // Local scope: this project's entry in ~/.claude.json.
             let claude = self.home.join(".claude.json");
@@ -227,8 +247,12 @@ impl Places {
                 p.join(".mcp.json"),
             ],
             Client::Cursor => vec![h.join(".cursor"), p.join(".cursor/mcp.json")],
-            Client::Vscode => vec![p.join(".vscode"), self.vscode_user()],
-            Client::ClaudeDesktop => vec![self.claude_desktop()],
+            Client::Vscode => vec![
+                p.join(".vscode"),
+                h.join(VSCODE_USER[0]),
+                h.join(VSCODE_USER[1]),
+            ],
+            Client::ClaudeDesktop => vec![h.join(CLAUDE_DESKTOP[0]), h.join(CLAUDE_DESKTOP[1])],
             Client::Codex => vec![h.join(".codex"), p.join(".codex/config.toml")],
             Client::Gemini => vec![h.join(".gemini"), p.join(".gemini/settings.json")],
         };
@@ -240,7 +264,7 @@ impl Places {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub name: String,
-    /// The definition, as JSON (TOML tables converted).
+    /// The definition in the standard form (TOML tables converted, see [`dialects`]).
     pub definition: Value,
     pub file: ServerFile,
     /// Switched off in the client itself.
@@ -305,14 +329,32 @@ pub fn entries(file: &ServerFile, self_name: &str) -> Result<Vec<Entry>, ReadErr
                 }
             }
         }
-        Layout::Toml => TomlDoc::parse(&text).map_err(err)?.tables("mcp_servers"),
+        Layout::Toml => {
+            let doc = TomlDoc::parse(&text).map_err(err)?;
+            if !doc.is_table_or_missing("mcp_servers") {
+                return Err(err(EditError::Shape(
+                    "\"mcp_servers\" must be an object".into(),
+                )));
+            }
+            doc.tables("mcp_servers")
+        }
     };
+    let dialect = Dialect::of_file(&file.path);
+    let self_names = [self_name.to_owned()];
     Ok(map
         .into_iter()
         .map(|(name, definition)| {
+            let definition = match definition {
+                Value::Object(d) => Value::Object(dialects::standard_form(dialect, &d)),
+                other => other,
+            };
             let disabled = definition.get("disabled") == Some(&Value::Bool(true))
                 || definition.get("enabled") == Some(&Value::Bool(false));
-            let is_self = name == self_name || launches(&definition, self_name);
+            let is_self = definition
+                .as_object()
+                .and_then(|d| discovery::self_entry(&name, d, &self_names))
+                .is_some()
+                || name == self_name;
             Entry {
                 name,
                 definition,
@@ -324,42 +366,71 @@ pub fn entries(file: &ServerFile, self_name: &str) -> Result<Vec<Entry>, ReadErr
         .collect())
 }
 
-/// Whether a definition's command is this program.
-fn launches(definition: &Value, self_name: &str) -> bool {
-    let Some(command) = definition.get("command").and_then(Value::as_str) else {
-        return false;
-    };
-    let base = command.rsplit(['/', '\\']).next().unwrap_or(command);
-    base.trim_end_matches(".exe") == self_name
+/// Servers a client switches off through lists rather than on the entry: Claude Code's
+/// `disabledMcpServers` (every scope) and `disabledMcpjsonServers` (`.mcp.json` only, also from
+/// `~/.claude/settings.json` and the project's `.claude/settings.json` and
+/// `.claude/settings.local.json`), and Gemini CLI's `mcp.excluded` and `mcp.allowed` (either
+/// settings file's lists apply to both files' servers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListedOff {
+    /// Off in every file of the client.
+    pub everywhere: Vec<String>,
+    /// Off in `.mcp.json` only.
+    pub mcpjson: Vec<String>,
+    /// Allow lists: a server missing from one is off.
+    pub allowed: Vec<Vec<String>>,
+    /// The project's `.mcp.json`.
+    mcpjson_path: PathBuf,
 }
 
-/// Names switched off through lists rather than on the entry: Claude Code's
-/// `disabledMcpServers` / `disabledMcpjsonServers` and Gemini CLI's `mcp.excluded`.
-pub fn listed_off(places: &Places, client: Client) -> Vec<String> {
+impl ListedOff {
+    /// Whether the client switches `entry` off through a list.
+    pub fn off(&self, entry: &Entry) -> bool {
+        self.everywhere.contains(&entry.name)
+            || (entry.file.path == self.mcpjson_path && self.mcpjson.contains(&entry.name))
+            || self.allowed.iter().any(|a| !a.contains(&entry.name))
+    }
+}
+
+pub fn listed_off(places: &Places, client: Client) -> ListedOff {
     let read = |p: &Path| {
         read_text(p)
             .ok()
             .flatten()
             .and_then(|t| edit::parse_json(&t).ok())
     };
-    let names = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
+    let names = |v: Option<&Value>| -> Option<Vec<String>> {
+        v.and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_owned))
+                .collect()
+        })
     };
-    let mut out = Vec::new();
+    let mut out = ListedOff {
+        mcpjson_path: places.project.join(".mcp.json"),
+        ..ListedOff::default()
+    };
     match client {
         Client::ClaudeCode => {
             if let Some(root) = read(&places.home.join(".claude.json")) {
-                out.extend(names(root.get("disabledMcpServers")));
+                out.everywhere
+                    .extend(names(root.get("disabledMcpServers")).unwrap_or_default());
                 let key = places.claude_project_key(Some(&root));
                 if let Some(project) = root.get("projects").and_then(|p| p.get(&key)) {
-                    out.extend(names(project.get("disabledMcpServers")));
-                    out.extend(names(project.get("disabledMcpjsonServers")));
+                    out.everywhere
+                        .extend(names(project.get("disabledMcpServers")).unwrap_or_default());
+                    out.mcpjson
+                        .extend(names(project.get("disabledMcpjsonServers")).unwrap_or_default());
+                }
+            }
+            for p in [
+                places.home.join(".claude/settings.json"),
+                places.project.join(".claude/settings.json"),
+                places.project.join(".claude/settings.local.json"),
+            ] {
+                if let Some(root) = read(&p) {
+                    out.mcpjson
+                        .extend(names(root.get("disabledMcpjsonServers")).unwrap_or_default());
                 }
             }
         }
@@ -369,8 +440,18 @@ pub fn listed_off(places: &Places, client: Client) -> Vec<String> {
                 places.project.join(".gemini/settings.json"),
             ] {
                 if let Some(root) = read(&p) {
-                    out.extend(names(root.get("mcp").and_then(|m| m.get("excluded"))));
-                    out.extend(names(root.get("excludeMCPServers")));
+                    for at in ["/mcp/excluded", "/excludeMCPServers"] {
+                        out.everywhere
+                            .extend(names(root.pointer(at)).unwrap_or_default());
+                    }
+                    let allowed: Vec<Option<Vec<String>>> = ["/mcp/allowed", "/allowMCPServers"]
+                        .iter()
+                        .map(|at| names(root.pointer(at)))
+                        .collect();
+                    if allowed.iter().any(Option::is_some) {
+                        out.allowed
+                            .push(allowed.into_iter().flatten().flatten().collect());
+                    }
                 }
             }
         }
@@ -379,13 +460,13 @@ pub fn listed_off(places: &Places, client: Client) -> Vec<String> {
     out
 }
 
-/// A definition rewritten for the server's own servers file: in the standard form (see
-/// [`dialects`]: Codex's `http_headers`/`bearer_token_env_var`, Gemini's `httpUrl`/`$VAR`), the
-/// switch-off fields and Codex's timeouts and tool filters dropped, and a relative `cwd` made
-/// absolute against the file it came from.
+/// A definition rewritten for the server's own servers file: already in the standard form (see
+/// [`dialects`]: Codex's `http_headers`/`bearer_token_env_var`, Gemini's `httpUrl`/`$VAR`), with
+/// the switch-off fields and Codex's timeouts and tool filters dropped, and a relative `cwd`
+/// made absolute against the file it came from.
 pub fn portable(entry: &Entry) -> Value {
     let definition = entry.definition.as_object().cloned().unwrap_or_default();
-    let mut def = dialects::standard_form(Dialect::of_file(&entry.file.path), &definition);
+    let mut def = definition;
     for key in [
         "disabled",
         "enabled",
@@ -413,10 +494,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An entry as `entries` reads it: the definition in the file's dialect, made standard.
     fn entry(path: &str, layout: Layout, definition: Value) -> Entry {
+        let dialect = Dialect::of_file(Path::new(path));
         Entry {
             name: "x".into(),
-            definition,
+            definition: Value::Object(dialects::standard_form(
+                dialect,
+                definition.as_object().unwrap(),
+            )),
             file: ServerFile {
                 path: PathBuf::from(path),
                 layout,
@@ -548,7 +634,7 @@ mod pins {
                     if e.disabled {
                         s.push_str(" (flag)");
                     }
-                    if off.contains(&e.name) {
+                    if off.off(&e) {
                         s.push_str(" (listed)");
                     }
                     if e.is_self {
@@ -560,10 +646,12 @@ mod pins {
             out
         }
 
-        fn listed(&self, client: Client) -> Vec<String> {
-            let mut names = listed_off(&self.places, client);
-            names.sort();
-            names
+        /// The lists: `everywhere | .mcp.json only | allow lists`.
+        fn listed(&self, client: Client) -> String {
+            let mut l = listed_off(&self.places, client);
+            l.everywhere.sort();
+            l.mcpjson.sort();
+            format!("{:?} | {:?} | {:?}", l.everywhere, l.mcpjson, l.allowed)
         }
     }
 
@@ -661,10 +749,8 @@ mod pins {
             w.target(Client::Vscode, Scope::User).unwrap(),
             "~/Library/Application Support/Code/User/mcp.json | servers | user"
         );
-        w.home(
-            "Library/Application Support/Claude/claude_desktop_config.json",
-            "{}",
-        );
+        // The macOS directory is enough, as for VS Code.
+        w.dir(w.places.home.join("Library/Application Support/Claude"));
         assert_eq!(
             w.target(Client::ClaudeDesktop, Scope::User).unwrap(),
             "~/Library/Application Support/Claude/claude_desktop_config.json | mcpServers | user"
@@ -725,6 +811,7 @@ mod pins {
             w.files(Client::Vscode),
             [
                 "~/.config/Code/User/mcp.json | servers | user",
+                "~/Library/Application Support/Code/User/mcp.json | servers | user",
                 "<p>/.vscode/mcp.json | servers | workspace",
             ]
         );
@@ -742,19 +829,13 @@ mod pins {
                 "<p>/.gemini/settings.json | mcpServers | project",
             ]
         );
-        // Claude Desktop: one file, the macOS one when it exists.
+        // Claude Desktop: both locations, as discovery reads them.
         assert_eq!(
             w.files(Client::ClaudeDesktop),
-            ["~/.config/Claude/claude_desktop_config.json | mcpServers | user"]
-        );
-        w.home(".config/Claude/claude_desktop_config.json", "{}");
-        w.home(
-            "Library/Application Support/Claude/claude_desktop_config.json",
-            "{}",
-        );
-        assert_eq!(
-            w.files(Client::ClaudeDesktop),
-            ["~/Library/Application Support/Claude/claude_desktop_config.json | mcpServers | user"]
+            [
+                "~/.config/Claude/claude_desktop_config.json | mcpServers | user",
+                "~/Library/Application Support/Claude/claude_desktop_config.json | mcpServers | user"
+            ]
         );
     }
 
@@ -777,6 +858,11 @@ mod pins {
             (".cursor/mcp.json", true, "cursor"),
             (".vscode/x", true, "vscode"),
             (".config/Code/User/mcp.json", false, "vscode"),
+            (
+                "Library/Application Support/Code/User/mcp.json",
+                false,
+                "vscode",
+            ),
             (
                 ".config/Claude/claude_desktop_config.json",
                 false,
@@ -881,16 +967,16 @@ mod pins {
                 "a (flag)",
                 "b (listed)",
                 "code-executor (self)",
-                "u (listed)",
+                "u",
                 "local (listed)",
                 "me (self)",
                 "rejected (listed)",
-                "settings-off",
+                "settings-off (listed)",
             ]
         );
         assert_eq!(
             w.listed(Client::ClaudeCode),
-            ["b", "local", "rejected", "u"]
+            r#"["b", "local"] | ["rejected", "settings-off", "settings-off", "u"] | []"#
         );
     }
 
@@ -907,13 +993,36 @@ mod pins {
             r#"{"allowMCPServers": ["p"], "mcp": {"excluded": ["p2"]},
                 "mcpServers": {"p": {"command": "p"}, "p2": {"command": "p2"}, "z": {"command": "z"}}}"#,
         );
-        // `mcp.allowed` is not read; both files' exclusions apply to both files' servers.
+        // Both files' lists apply to both files' servers; an allow list leaves out what it
+        // does not name, so here nothing is left.
         assert_eq!(
             w.entries(Client::Gemini),
-            ["w", "x (listed)", "y", "p", "p2 (listed)", "z (listed)"]
+            [
+                "w (listed)",
+                "x (listed)",
+                "y (listed)",
+                "p (listed)",
+                "p2 (listed)",
+                "z (listed)"
+            ]
         );
-        assert_eq!(w.listed(Client::Gemini), ["p2", "x", "z"]);
-        assert!(w.listed(Client::Cursor).is_empty());
+        assert_eq!(
+            w.listed(Client::Gemini),
+            r#"["p2", "x", "z"] | [] | [["x", "y"], ["p"]]"#
+        );
+        assert_eq!(w.listed(Client::Cursor), "[] | [] | []");
+        w.home(
+            ".gemini/settings.json",
+            r#"{"mcp": {"excluded": ["x"]}, "mcpServers": {"x": {"command": "x"}, "y": {"command": "y"}, "w": {"command": "w"}}}"#,
+        );
+        w.project(
+            ".gemini/settings.json",
+            r#"{"mcp": {"allowed": ["p", "w", "x"]}, "mcpServers": {"p": {"command": "p"}}}"#,
+        );
+        assert_eq!(
+            w.entries(Client::Gemini),
+            ["w", "x (listed)", "y (listed)", "p"]
+        );
     }
 
     #[test]
@@ -929,11 +1038,15 @@ mod pins {
         );
         let file = w.places.target(Client::Codex, Scope::User).unwrap();
         let all = entries(&file, "code-executor").unwrap();
-        // The definition as the file writes it (not in the standard form).
+        // The definition in the standard form.
         assert_eq!(
             all[1].definition,
-            serde_json::json!({"url": "https://a.example/mcp", "enabled": false})
+            serde_json::json!({"type": "http", "url": "https://a.example/mcp", "enabled": false})
         );
+        // `mcp_servers` that is not a table is an error, as in a JSON file.
+        w.home(".codex/config.toml", "mcp_servers = 5\n");
+        let err = entries(&file, "code-executor").unwrap_err().to_string();
+        assert!(err.contains("\"mcp_servers\" must be an object"), "{err}");
     }
 
     #[test]
@@ -993,14 +1106,17 @@ mod pins {
             json!({"command": "node", "args": ["code-executor"]})
         ));
         assert!(!is_self(json!({"url": "https://x.example/code-executor"})));
-        // Not recognised today: other extensions, another case, package runners.
-        assert!(!is_self(json!({"command": "code-executor.cmd"})));
-        assert!(!is_self(json!({"command": "Code-Executor"})));
-        assert!(!is_self(
+        // Discovery's rules: other extensions, any case, package runners.
+        assert!(is_self(json!({"command": "code-executor.cmd"})));
+        assert!(is_self(json!({"command": "Code-Executor"})));
+        assert!(is_self(
             json!({"command": "npx", "args": ["-y", "code-executor@latest"]})
         ));
-        assert!(!is_self(
+        assert!(is_self(
             json!({"command": "uvx", "args": ["--from", "code-executor", "ce"]})
+        ));
+        assert!(!is_self(
+            json!({"command": "npx", "args": ["-y", "other", "code-executor"]})
         ));
     }
 

@@ -227,6 +227,11 @@ impl TomlDoc {
         self.doc.to_string()
     }
 
+    /// Whether `table` is absent or a table.
+    pub fn is_table_or_missing(&self, table: &str) -> bool {
+        self.doc.get(table).is_none_or(|t| t.is_table_like())
+    }
+
     /// The tables under `[table]` as JSON values, by name.
     pub fn tables(&self, table: &str) -> Vec<(String, Value)> {
         let Some(item) = self.doc.get(table).and_then(|t| t.as_table_like()) else {

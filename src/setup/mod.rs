@@ -80,8 +80,8 @@ pub struct Survey {
     pub detected: bool,
     /// Its files that exist, with their servers or why they cannot be read.
     pub files: Vec<(ServerFile, Result<Vec<Entry>, String>)>,
-    /// Names the client switches off through lists.
-    pub listed_off: Vec<String>,
+    /// What the client switches off through lists.
+    pub listed_off: clients::ListedOff,
 }
 
 impl Survey {
@@ -338,7 +338,7 @@ fn disable_others(
     let mut others: Vec<Entry> = Vec::new();
     for file in places.server_files(client) {
         for entry in clients::entries(&file, SERVER_NAME)? {
-            if !entry.is_self && !entry.disabled && !listed_off.contains(&entry.name) {
+            if !entry.is_self && !entry.disabled && !listed_off.off(&entry) {
                 others.push(entry);
             }
         }
@@ -580,9 +580,9 @@ mod tests {
         let opts = options(&home, &project, true);
         let plan = plan(&opts, &[Client::ClaudeCode, Client::Gemini]).unwrap();
         let disabled: Vec<_> = plan.outcomes.iter().map(|o| o.disabled.clone()).collect();
-        // Today: Claude Code's `disabledMcpjsonServers` counts for every scope, its settings
-        // files are not read, and Gemini CLI's `mcp.allowed` is not read.
-        assert_eq!(disabled, [vec!["s", "t"], vec!["a", "b"]]);
+        // Claude Code's `disabledMcpjsonServers` (also from its settings files) counts for
+        // `.mcp.json` only; Gemini CLI's `mcp.allowed` already leaves `b` out.
+        assert_eq!(disabled, [vec!["t", "u"], vec!["a"]]);
         let ours = plan
             .changes
             .iter()
@@ -590,6 +590,6 @@ mod tests {
             .unwrap();
         let ours = edit::parse_json(&ours.after).unwrap();
         let copied: Vec<_> = ours["mcpServers"].as_object().unwrap().keys().collect();
-        assert_eq!(copied, ["a", "b", "s", "t"]);
+        assert_eq!(copied, ["a", "t", "u"]);
     }
 }
