@@ -1,10 +1,11 @@
 //! Tests of discovery and the client table, by topic: `sources` (which files, which dialect,
 //! which definition wins), `switches` (flags, lists, this server's own entries), `entries`
-//! (an entry's fields, broken and oddly shaped files), `read` (raw entries, key paths, lists,
+//! (an entry's fields, broken and oddly shaped files), `expand` (`${...}`), `read` (raw entries, key paths, lists,
 //! and setup reading what discovery reads), `table` (the table is consistent with itself and
 //! with `--client`).
 
 mod entries;
+mod expand;
 mod read;
 mod sources;
 mod switches;
