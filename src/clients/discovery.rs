@@ -5,11 +5,11 @@
 //! plus an explicit `MCP_CONFIG_PATH`) into one [`Discovery`]: every entry
 //! becomes a launchable [`ServerSpec`] or a reason why it is disabled or
 //! invalid. Where the files are and what they hold is the table's
-//! ([`super::table`]); reading them and their raw entries is
+//! (`super::table`); reading them and their raw entries is
 //! `super::read`'s; an entry's fields are `super::entry`'s. It does not
 //! launch anything and writes nothing.
 //!
-//! Everything it looks at comes from [`DiscoveryInputs`]: it never reads the
+//! Everything it looks at comes from `DiscoveryInputs`: it never reads the
 //! process environment or the real home directory by itself.
 //!
 //! # Sources, lowest precedence first (the rows of `super::table::ROWS`)
@@ -31,7 +31,7 @@
 //! | 13 | `MCP_CONFIG_PATH` (JSON whatever its name) | `servers`, then `mcpServers` | `Explicit` |
 //!
 //! Codex and Gemini CLI definitions are first rewritten into the standard form
-//! ([`super::dialects`], the dialect being the table's): Codex's `url` is streamable HTTP and its headers come
+//! (`super::dialects`, the dialect being the table's): Codex's `url` is streamable HTTP and its headers come
 //! from `http_headers`, `env_http_headers` and `bearer_token_env_var`; Gemini
 //! CLI's `httpUrl` is streamable HTTP, its `url` is SSE (not supported), and
 //! its `$VAR` is `${VAR}`.
@@ -84,7 +84,7 @@
 //! and booleans are accepted in `args`, `env` and `headers` (numbers and
 //! booleans are written out as JSON writes them); a `null` env or header
 //! value is dropped. `command`, `args`, `env` values, `cwd`, `url` and
-//! header values go through [`super::expand::expand`] with `${workspaceFolder}`
+//! header values go through `super::expand::expand` with `${workspaceFolder}`
 //! = the project directory and `${userHome}` = the home directory. A relative
 //! `cwd` (after expansion) is relative to the directory of the file that
 //! defines it; no `cwd` leaves the choice to the launcher. `env` holds only
@@ -94,7 +94,7 @@
 //! # Skipping ourselves
 //!
 //! An entry whose `command` has a file name (ignoring `.exe`, `.cmd`, `.bat`)
-//! in [`DiscoveryInputs::self_names`], or that runs `npx`/`bunx`/`pnpx`/`uvx`
+//! in `DiscoveryInputs::self_names`, or that runs `npx`/`bunx`/`pnpx`/`uvx`
 //! with a package (`-p`/`--package`/`--from` value or first positional
 //! argument, version and scope stripped) in `self_names`, is dropped with a
 //! warning, checked both before and after expansion; so is an entry named
@@ -121,7 +121,7 @@ use super::table::{self, Format, LISTS, ROWS, Row};
 /// Where to look. Passed in explicitly so that tests never touch the real
 /// home directory or environment.
 #[derive(Debug, Clone, Default)]
-pub struct DiscoveryInputs {
+pub(crate) struct DiscoveryInputs {
     /// The user's home directory.
     pub home: PathBuf,
     /// The project root: the directory the client launched us in.
@@ -319,7 +319,7 @@ impl DiscoveryError {
     }
 }
 
-/// Reads every config file in [`DiscoveryInputs`] and merges the servers they
+/// Reads every config file in `DiscoveryInputs` and merges the servers they
 /// define (see the module docs for the rules).
 ///
 /// Fails only on a problem with the explicit `MCP_CONFIG_PATH` file; problems

@@ -1,10 +1,10 @@
 //! Everything about MCP client config files, for discovery and for `setup`: one table of the
-//! clients and their files ([`table`]), resolved against a home and a project (`places`), one
+//! clients and their files (`table`), resolved against a home and a project (`places`), one
 //! reader turning a file into raw entries and lists (`read`), one rule for recognising this
-//! server's own entry (`launch`), the clients' dialects ([`dialects`]), `${VAR}` expansion
-//! ([`expand`]), an entry's transport (`entry`), and the merge of every file into the
+//! server's own entry (`launch`), the clients' dialects (`dialects`), `${VAR}` expansion
+//! (`expand`), an entry's transport (`entry`), and the merge of every file into the
 //! downstream servers this server reaches ([`discovery`], with this server's own
-//! [`servers_file`] read last). Reads files; `setup` is the only writer of client configs.
+//! `servers_file` read last). Reads files; `setup` is the only writer of client configs.
 //!
 //! | module | owns | must not |
 //! | --- | --- | --- |
@@ -16,15 +16,15 @@
 //! | `discovery` | the merge: precedence, switches, validity | write, launch |
 //! | `servers_file` | this server's own servers file winning by name | read client configs |
 
-pub mod dialects;
+pub(crate) mod dialects;
 pub mod discovery;
 pub(crate) mod entry;
-pub mod expand;
+pub(crate) mod expand;
 pub(crate) mod launch;
 pub(crate) mod places;
 pub(crate) mod read;
-pub mod servers_file;
-pub mod table;
+pub(crate) mod servers_file;
+pub(crate) mod table;
 
 #[cfg(test)]
 mod tests;
@@ -64,7 +64,7 @@ impl DiscoveryInputs {
 }
 
 /// Reads the client configs for this user and the project in `project_dir`, then this server's
-/// own servers file, whose entries win by name (see [`servers_file`]).
+/// own servers file, whose entries win by name (see `servers_file`).
 pub fn discover(project_dir: &Path, servers_file: &Path) -> Result<Discovery, DiscoveryError> {
     let inputs = DiscoveryInputs::from_process(project_dir);
     let mut found = discovery::discover(&inputs)?;

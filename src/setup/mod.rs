@@ -18,7 +18,7 @@
 //! off (read as discovery reads it), and copies each server it switches off into this
 //! server's own servers file ([`crate::config::settings::Settings::servers_file`], by default
 //! `~/.config/code-executor/servers.json`), which discovery reads with the highest precedence
-//! (see [`crate::clients::servers_file`]). Per client, the switch used is the client's own
+//! (see `crate::clients::servers_file`). Per client, the switch used is the client's own
 //! (the table's `crate::clients::table::SwitchOff` and written lists):
 //!
 //! | client | switch written |
