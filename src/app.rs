@@ -3,13 +3,11 @@
 //! by every subcommand so that `serve`, `servers`, `search` and `doctor` see exactly the same
 //! configuration. The [`App`] owns the shared services; nothing else hands them out.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::broker::gate::Gate;
 use crate::broker::{Broker, BrokerConfig, PatternError, Policy, RateQuotas};
-use crate::clients::discovery::{self, Discovery, DiscoveryInputs};
+use crate::clients::discovery::{self, Discovery};
 use crate::config::settings::Settings;
 use crate::executor::{Executor, Wiring};
 use crate::front::{Front, RuntimeInfo};
@@ -20,11 +18,6 @@ use crate::sandbox::launch::{self, WorkerConfig};
 use crate::sandbox::runtimes::{self, Runtimes};
 use crate::sandbox::snapshot;
 use crate::upstream::{UpstreamPool, UpstreamTimeouts};
-
-/// Environment variable naming an extra MCP config file (highest precedence).
-pub const MCP_CONFIG_PATH_ENV: &str = "MCP_CONFIG_PATH";
-/// Command names that launch this server itself; such entries are skipped.
-pub const SELF_NAMES: &[&str] = &["code-executor"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -186,18 +179,7 @@ pub fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool
 }
 
 /// Reads the client configs for this user and project, then this server's own servers file
-/// (`servers_file`), whose entries win by name (see [`crate::clients::servers_file`]).
+/// (`servers_file`), whose entries win by name (see [`crate::clients::discover`]).
 pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
-    let inputs = DiscoveryInputs {
-        home: dirs::home_dir().unwrap_or_else(|| PathBuf::from("/")),
-        project_dir: settings.project_dir.clone(),
-        explicit: std::env::var_os(MCP_CONFIG_PATH_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
-        env: std::env::vars().collect::<BTreeMap<_, _>>(),
-        self_names: SELF_NAMES.iter().map(|s| s.to_string()).collect(),
-    };
-    let mut found = discovery::discover(&inputs)?;
-    crate::clients::servers_file::merge_into(&mut found, &inputs, &settings.servers_file)?;
-    Ok(found)
+    crate::clients::discover(&settings.project_dir, &settings.servers_file)
 }

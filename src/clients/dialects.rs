@@ -1,10 +1,9 @@
 //! Client dialects of an MCP server definition. Codex (`[mcp_servers.<name>]` tables in
 //! `config.toml`) and Gemini CLI (`mcpServers` in `settings.json`) spell some fields their own
 //! way; this module owns rewriting such a definition into the standard form the rest of
-//! discovery reads (`type`/`url`/`headers`, `${VAR}`). Discovery uses it when it reads those
-//! files, and `setup` when it copies their servers into this server's servers file.
-
-use std::path::Path;
+//! discovery reads (`type`/`url`/`headers`, `${VAR}`). The reader (`super::read`) applies it
+//! to every entry, with the dialect the client table declares for the file; this module knows
+//! no file.
 
 use serde_json::{Map, Value};
 
@@ -18,19 +17,6 @@ pub enum Dialect {
     Codex,
     /// Gemini CLI: `httpUrl` is streamable HTTP and `url` is SSE; strings may use `$VAR`.
     Gemini,
-}
-
-impl Dialect {
-    /// The dialect of a config file, from its name.
-    pub fn of_file(path: &Path) -> Dialect {
-        if path.extension().is_some_and(|e| e == "toml") {
-            Dialect::Codex
-        } else if path.ends_with(".gemini/settings.json") {
-            Dialect::Gemini
-        } else {
-            Dialect::Standard
-        }
-    }
 }
 
 /// `definition` in the standard form. Fields the standard form does not know (timeouts, tool
@@ -171,22 +157,6 @@ mod tests {
         assert_eq!(
             standard(Dialect::Gemini, stdio),
             json!({"command": "${HOME}/bin/srv", "args": ["--key=${KEY_1x}"], "env": {"T": "${T}"}})
-        );
-    }
-
-    #[test]
-    fn dialect_from_the_file_name() {
-        assert_eq!(
-            Dialect::of_file(Path::new("/h/.codex/config.toml")),
-            Dialect::Codex
-        );
-        assert_eq!(
-            Dialect::of_file(Path::new("/h/.gemini/settings.json")),
-            Dialect::Gemini
-        );
-        assert_eq!(
-            Dialect::of_file(Path::new("/p/.mcp.json")),
-            Dialect::Standard
         );
     }
 }

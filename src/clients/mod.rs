@@ -1,10 +1,73 @@
-//! Everything about MCP client config files: where each client keeps its servers, how each
-//! file is read in its client's dialect, `${VAR}` expansion, recognising entries that launch
-//! this server, and merging every file into the downstream servers this server reaches
-//! (`discovery`, with this server's own `servers_file` read last). Reads files; `setup` is the
-//! only writer of client configs.
+//! Everything about MCP client config files, for discovery and for `setup`: one table of the
+//! clients and their files (`table`), resolved against a home and a project (`places`), one
+//! reader turning a file into raw entries and lists (`read`), one rule for recognising this
+//! server's own entry (`launch`), the clients' dialects (`dialects`), `${VAR}` expansion
+//! (`expand`), an entry's transport (`entry`), and the merge of every file into the
+//! downstream servers this server reaches ([`discovery`], with this server's own
+//! `servers_file` read last). Reads files; `setup` is the only writer of client configs.
+//!
+//! | module | owns | must not |
+//! | --- | --- | --- |
+//! | `table` | which clients, files, keys, dialects, lists, labels, ids | touch files |
+//! | `places` | paths for one home and project, `setup`'s target, detection | parse configs (but `~/.claude.json` for the project key) |
+//! | `read` | parsing, key paths, raw entries, lists | merge, expand, write |
+//! | `launch` | what counts as this server's own entry | read files |
+//! | `entry` | an entry's transport, expansion of its fields | know files or switches |
+//! | `discovery` | the merge: precedence, switches, validity | write, launch |
+//! | `servers_file` | this server's own servers file winning by name | read client configs |
 
-pub mod dialects;
+pub(crate) mod dialects;
 pub mod discovery;
-pub mod expand;
-pub mod servers_file;
+pub(crate) mod entry;
+pub(crate) mod expand;
+pub(crate) mod launch;
+pub(crate) mod places;
+pub(crate) mod read;
+pub(crate) mod servers_file;
+pub(crate) mod table;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use discovery::{Discovery, DiscoveryError};
+pub use table::{Client, Scope, SourceKind};
+
+use discovery::DiscoveryInputs;
+
+/// Environment variable naming an extra MCP config file (highest precedence).
+pub const MCP_CONFIG_PATH_ENV: &str = "MCP_CONFIG_PATH";
+/// Names that are this server: a command with this file name or package, or an entry with this
+/// name, is this server's own entry and is never launched.
+pub const SELF_NAMES: &[&str] = &["code-executor"];
+
+/// [`SELF_NAMES`] as owned strings.
+pub(crate) fn self_names() -> Vec<String> {
+    SELF_NAMES.iter().map(|s| s.to_string()).collect()
+}
+
+impl DiscoveryInputs {
+    /// This process's view: the real home directory, `$MCP_CONFIG_PATH`, the whole environment
+    /// for expansion, and [`SELF_NAMES`].
+    pub(crate) fn from_process(project_dir: &Path) -> DiscoveryInputs {
+        DiscoveryInputs {
+            home: dirs::home_dir().unwrap_or_else(|| PathBuf::from("/")),
+            project_dir: project_dir.to_owned(),
+            explicit: std::env::var_os(MCP_CONFIG_PATH_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            env: std::env::vars().collect(),
+            self_names: self_names(),
+        }
+    }
+}
+
+/// Reads the client configs for this user and the project in `project_dir`, then this server's
+/// own servers file, whose entries win by name (see `servers_file`).
+pub fn discover(project_dir: &Path, servers_file: &Path) -> Result<Discovery, DiscoveryError> {
+    let inputs = DiscoveryInputs::from_process(project_dir);
+    let mut found = discovery::discover(&inputs)?;
+    servers_file::merge_into(&mut found, &inputs, servers_file)?;
+    Ok(found)
+}

@@ -2,14 +2,15 @@
 //! `~/.config/code-executor/servers.json`): an MCP config (`{"mcpServers": {...}}`, comments
 //! allowed) read after every client config, so its entries win by name. `setup --disable-others`
 //! copies there the servers it switches off in a client, which is what keeps them reachable.
-//! This module owns merging that file into a [`Discovery`].
+//! This module owns merging that file into a [`Discovery`]; it reads no client config and
+//! writes nothing (`setup` writes the file).
 
 use std::path::Path;
 
 use crate::clients::discovery::{self, Discovery, DiscoveryError, DiscoveryInputs, Overridden};
 
 /// Reads `path` (if it exists) and lets its entries replace the same names in `main`.
-pub fn merge_into(
+pub(crate) fn merge_into(
     main: &mut Discovery,
     inputs: &DiscoveryInputs,
     path: &Path,
@@ -23,7 +24,7 @@ pub fn merge_into(
 }
 
 /// `own` wins by name over `main`.
-pub fn merge(main: &mut Discovery, own: Discovery) {
+pub(crate) fn merge(main: &mut Discovery, own: Discovery) {
     let names: Vec<(String, discovery::ConfigSource)> = own
         .servers
         .iter()

@@ -1,6 +1,7 @@
 //! The interactive side of `setup`: what it prints (the clients found, diffs, a progress bar
 //! while downstream servers are indexed, a summary table) and the confirmation. Decisions and
-//! edits live in the parent module.
+//! edits live in the parent module, the clients' files in [`crate::clients`]; nothing here
+//! reads or writes a config itself.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
@@ -158,9 +159,11 @@ fn print_survey(found: &[Survey]) {
                 Ok(entries) => entries
                     .iter()
                     .map(|e| {
-                        if e.is_self {
+                        if e.self_hit.is_some() {
                             format!("{} (this server)", e.name)
-                        } else if e.disabled || s.listed_off.contains(&e.name) {
+                        } else if e.flag_off.is_some()
+                            || s.listed_off.off(e.file.kind, &e.name).is_some()
+                        {
                             format!("{} (off)", e.name)
                         } else {
                             e.name.clone()
@@ -172,7 +175,7 @@ fn print_survey(found: &[Survey]) {
             println!(
                 "      {} [{}]: {what}",
                 file.path.display(),
-                file.scope_label
+                file.scope_label()
             );
         }
     }

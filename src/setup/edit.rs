@@ -7,6 +7,8 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use serde_json::Value;
 
+use crate::clients::read::toml_item_to_json;
+
 /// A config file that cannot be parsed or has an unexpected shape.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EditError {
@@ -25,7 +27,7 @@ pub enum EditError {
 /// What `jsonc-parser` accepts: JSON with comments and trailing commas (what VS Code writes),
 /// exactly as discovery reads these files.
 fn parse_options() -> ParseOptions {
-    crate::clients::discovery::jsonc_options()
+    crate::clients::read::jsonc_options()
 }
 
 const BOM: char = '\u{feff}';
@@ -296,42 +298,6 @@ fn toml_error(text: &str, e: &toml_edit::TomlError) -> EditError {
         line,
         column,
         message: e.message().trim().to_string(),
-    }
-}
-
-fn toml_item_to_json(item: &toml_edit::Item) -> Option<Value> {
-    match item {
-        toml_edit::Item::Value(v) => Some(toml_value_to_json(v)),
-        toml_edit::Item::Table(t) => Some(Value::Object(
-            t.iter()
-                .filter_map(|(k, v)| Some((k.to_string(), toml_item_to_json(v)?)))
-                .collect(),
-        )),
-        toml_edit::Item::ArrayOfTables(a) => Some(Value::Array(
-            a.iter()
-                .map(|t| toml_item_to_json(&toml_edit::Item::Table(t.clone())))
-                .collect::<Option<Vec<_>>>()?,
-        )),
-        toml_edit::Item::None => None,
-    }
-}
-
-fn toml_value_to_json(v: &toml_edit::Value) -> Value {
-    use toml_edit::Value as T;
-    match v {
-        T::String(s) => Value::String(s.value().clone()),
-        T::Integer(i) => Value::from(*i.value()),
-        T::Float(f) => serde_json::Number::from_f64(*f.value())
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
-        T::Boolean(b) => Value::Bool(*b.value()),
-        T::Datetime(d) => Value::String(d.value().to_string()),
-        T::Array(a) => Value::Array(a.iter().map(toml_value_to_json).collect()),
-        T::InlineTable(t) => Value::Object(
-            t.iter()
-                .map(|(k, v)| (k.to_string(), toml_value_to_json(v)))
-                .collect(),
-        ),
     }
 }
 

@@ -3,20 +3,23 @@
 //! while this server keeps reaching them.
 //!
 //! This module owns planning and applying those edits: every change is computed in memory first
-//! (a [`Plan`] of whole-file before/after texts, edited surgically by [`edit`] so the user's other
+//! (a `Plan` of whole-file before/after texts, edited surgically by [`edit`] so the user's other
 //! entries, comments and formatting stay byte for byte), shown as a unified diff, and only then
 //! written: each touched file is backed up as `<file>.bak-<timestamp>` and replaced atomically.
-//! Running it twice changes nothing the second time.
+//! Running it twice changes nothing the second time. Which files each client has, how they are
+//! read and which switch a client uses are [`crate::clients`]' (its table); this module must
+//! not know a client's paths or keys itself.
 //!
 //! # Switching the others off without losing them
 //!
 //! Discovery honours the clients' own switches (`"disabled": true`, Claude Code's
 //! `disabledMcpServers`, ...), so a server switched off in the client would be skipped by this
-//! server too. `setup --disable-others` therefore copies each server it switches off into this
+//! server too. `setup --disable-others` therefore leaves alone what the client already switches
+//! off (read as discovery reads it), and copies each server it switches off into this
 //! server's own servers file ([`crate::config::settings::Settings::servers_file`], by default
 //! `~/.config/code-executor/servers.json`), which discovery reads with the highest precedence
-//! (see [`servers_file`]). That file is also how Codex's and Gemini CLI's servers reach this
-//! server. Per client, the switch used is the client's own:
+//! (see `crate::clients::servers_file`). Per client, the switch used is the client's own
+//! (the table's `crate::clients::table::SwitchOff` and written lists):
 //!
 //! | client | switch written |
 //! | --- | --- |
@@ -35,15 +38,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use clients::{Client, Entry, Layout, Places, ReadError, Scope, ServerFile};
+use clients::{Client, Entry, Layout, Lists, Places, ReadError, Scope, ServerFile};
 use edit::{EditError, JsonDoc, TomlDoc};
 
+use crate::clients::read;
+use crate::clients::table::{Format, LISTS, ListSwitch, Meaning, Reach, SwitchOff};
+
 /// The name this server is registered under.
-pub const SERVER_NAME: &str = "code-executor";
+pub(crate) const SERVER_NAME: &str = crate::clients::SELF_NAMES[0];
 
 /// What to do.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// Clients to register with; empty = every detected client.
     pub clients: Vec<Client>,
     /// Register for the user or for this project; `None` = each client's default.
@@ -75,13 +81,13 @@ pub enum SetupError {
 
 /// What one client looks like on this machine.
 #[derive(Debug)]
-pub struct Survey {
+pub(crate) struct Survey {
     pub client: Client,
     pub detected: bool,
     /// Its files that exist, with their servers or why they cannot be read.
     pub files: Vec<(ServerFile, Result<Vec<Entry>, String>)>,
-    /// Names the client switches off through lists.
-    pub listed_off: Vec<String>,
+    /// The lists that switch the client's servers off.
+    pub listed_off: Lists,
 }
 
 impl Survey {
@@ -90,12 +96,12 @@ impl Survey {
             .iter()
             .filter_map(|(_, r)| r.as_ref().ok())
             .flatten()
-            .any(|e| e.is_self && !e.disabled)
+            .any(|e| e.self_hit.is_some() && e.flag_off.is_none())
     }
 }
 
 /// Looks at every known client.
-pub fn survey(places: &Places) -> Vec<Survey> {
+pub(crate) fn survey(places: &Places) -> Vec<Survey> {
     Client::ALL
         .iter()
         .map(|&client| {
@@ -104,7 +110,7 @@ pub fn survey(places: &Places) -> Vec<Survey> {
                 .into_iter()
                 .filter(|f| f.path.exists())
                 .map(|f| {
-                    let entries = clients::entries(&f, SERVER_NAME).map_err(|e| e.to_string());
+                    let entries = clients::entries(&f).map_err(|e| e.to_string());
                     (f, entries)
                 })
                 .collect();
@@ -112,7 +118,7 @@ pub fn survey(places: &Places) -> Vec<Survey> {
                 client,
                 detected: places.detected(client),
                 files,
-                listed_off: clients::listed_off(places, client),
+                listed_off: Lists::of_client(places, client),
             }
         })
         .collect()
@@ -120,7 +126,7 @@ pub fn survey(places: &Places) -> Vec<Survey> {
 
 /// One file's change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
+pub(crate) struct FileChange {
     pub path: PathBuf,
     /// `None` when the file does not exist yet.
     pub before: Option<String>,
@@ -151,7 +157,7 @@ impl FileChange {
 
 /// What setup did or would do for one client.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientOutcome {
+pub(crate) struct ClientOutcome {
     pub client: Client,
     pub file: PathBuf,
     /// "added", "updated" or "already registered".
@@ -162,7 +168,7 @@ pub struct ClientOutcome {
 
 /// Every change, computed before anything is written.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub changes: Vec<FileChange>,
     pub outcomes: Vec<ClientOutcome>,
 }
@@ -185,7 +191,7 @@ impl Workspace {
         if let Some((_, now)) = self.files.get(path) {
             return Ok(now.clone());
         }
-        let before = clients::read_text(path).map_err(|source| SetupError::Io {
+        let before = read::read_text(path).map_err(|source| SetupError::Io {
             path: path.to_owned(),
             source,
         })?;
@@ -262,20 +268,19 @@ impl Workspace {
 const NEW_JSON: &str = "{}\n";
 
 /// The first text of this server's own servers file.
-pub const NEW_SERVERS_FILE: &str = "// MCP servers code-executor reaches although their MCP client has them switched off.\n// Written by `code-executor setup --disable-others` (the clients' switches stay as they are);\n// edit freely, this file has the highest precedence.\n{\n  \"mcpServers\": {}\n}\n";
+pub(crate) const NEW_SERVERS_FILE: &str = "// MCP servers code-executor reaches although their MCP client has them switched off.\n// Written by `code-executor setup --disable-others` (the clients' switches stay as they are);\n// edit freely, this file has the highest precedence.\n{\n  \"mcpServers\": {}\n}\n";
 
 /// The entry that launches this server, as `client` writes entries.
-pub fn registration_entry(client: Client, command: &str, args: &[String]) -> Value {
-    match client {
-        Client::ClaudeCode | Client::Vscode => {
-            json!({"type": "stdio", "command": command, "args": args})
-        }
-        _ => json!({"command": command, "args": args}),
+pub(crate) fn registration_entry(client: Client, command: &str, args: &[String]) -> Value {
+    if client.info().typed_entries {
+        json!({"type": "stdio", "command": command, "args": args})
+    } else {
+        json!({"command": command, "args": args})
     }
 }
 
 /// Computes every edit for `clients` without writing anything.
-pub fn plan(options: &Options, clients: &[Client]) -> Result<Plan, SetupError> {
+pub(crate) fn plan(options: &Options, clients: &[Client]) -> Result<Plan, SetupError> {
     let mut ws = Workspace::default();
     let mut outcomes = Vec::new();
     let places = &options.places;
@@ -288,7 +293,7 @@ pub fn plan(options: &Options, clients: &[Client]) -> Result<Plan, SetupError> {
                 scope: format!("{scope:?}").to_lowercase(),
             })?;
         let entry = registration_entry(client, &options.command, &options.args);
-        let existed = clients::entries(&target, SERVER_NAME)?
+        let existed = clients::entries(&target)?
             .iter()
             .any(|e| e.name == SERVER_NAME);
         let changed = match &target.layout {
@@ -298,8 +303,8 @@ pub fn plan(options: &Options, clients: &[Client]) -> Result<Plan, SetupError> {
                     doc.set_entry(&path, SERVER_NAME, &entry)
                 })?
             }
-            Layout::Toml => ws.toml(&target.path, |doc| {
-                doc.set_entry("mcp_servers", SERVER_NAME, &entry)
+            Layout::Toml(table) => ws.toml(&target.path, |doc| {
+                doc.set_entry(table, SERVER_NAME, &entry)
             })?,
         };
         let registration = match (changed, existed) {
@@ -334,11 +339,12 @@ fn disable_others(
     target: &ServerFile,
 ) -> Result<Vec<String>, SetupError> {
     let places = &options.places;
-    let listed_off = clients::listed_off(places, client);
+    let lists = Lists::of_client(places, client);
     let mut others: Vec<Entry> = Vec::new();
     for file in places.server_files(client) {
-        for entry in clients::entries(&file, SERVER_NAME)? {
-            if !entry.is_self && !entry.disabled && !listed_off.contains(&entry.name) {
+        for entry in clients::entries(&file)? {
+            let off = entry.flag_off.is_some() || lists.off(entry.file.kind, &entry.name).is_some();
+            if entry.self_hit.is_none() && !off {
                 others.push(entry);
             }
         }
@@ -354,39 +360,8 @@ fn disable_others(
         })?;
     }
     let mut names: Vec<String> = Vec::new();
-    match client {
-        Client::ClaudeCode => {
-            let claude = places.home.join(".claude.json");
-            let root = clients::read_text(&claude)
-                .ok()
-                .flatten()
-                .and_then(|t| edit::parse_json(&t).ok());
-            let key = places.claude_project_key(root.as_ref());
-            let (mcpjson, other): (Vec<&Entry>, Vec<&Entry>) = others
-                .iter()
-                .partition(|e| e.file.path == places.project.join(".mcp.json"));
-            for (list, entries) in [
-                ("disabledMcpServers", other),
-                ("disabledMcpjsonServers", mcpjson),
-            ] {
-                let wanted: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
-                if wanted.is_empty() {
-                    continue;
-                }
-                let added = ws.json(&claude, NEW_JSON, |doc| {
-                    doc.add_names(&["projects", &key], list, &wanted)
-                })?;
-                names.extend(added);
-            }
-        }
-        Client::Gemini => {
-            let wanted: Vec<String> = others.iter().map(|e| e.name.clone()).collect();
-            let added = ws.json(&target.path, NEW_JSON, |doc| {
-                doc.add_names(&["mcp"], "excluded", &wanted)
-            })?;
-            names.extend(added);
-        }
-        _ => {
+    match client.info().switch_off {
+        SwitchOff::EntryFlag => {
             for entry in &others {
                 let changed = match &entry.file.layout {
                     Layout::Json(path) => {
@@ -395,13 +370,37 @@ fn disable_others(
                             doc.disable_entry(&path, &entry.name)
                         })?
                     }
-                    Layout::Toml => ws.toml(&entry.file.path, |doc| {
-                        doc.disable_entry("mcp_servers", &entry.name)
+                    Layout::Toml(table) => ws.toml(&entry.file.path, |doc| {
+                        doc.disable_entry(table, &entry.name)
                     })?,
                 };
                 if changed {
                     names.push(entry.name.clone());
                 }
+            }
+        }
+        SwitchOff::List => {
+            // The names for each list, in the table's order.
+            let mut wanted: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+            for entry in &others {
+                let list = list_for(places, client, entry, target);
+                wanted.entry(list).or_default().push(entry.name.clone());
+            }
+            for (list, wanted) in wanted {
+                let list = &LISTS[list];
+                let path = places.resolve(list.file);
+                let root = read::read_config(&path, Format::Jsonc)
+                    .ok()
+                    .flatten()
+                    .map(|p| p.root);
+                let keys = places.key_path(list.at[0], root.as_ref());
+                let Some((key, parents)) = keys.split_last() else {
+                    continue;
+                };
+                let parents: Vec<&str> = parents.iter().map(String::as_str).collect();
+                let added =
+                    ws.json(&path, NEW_JSON, |doc| doc.add_names(&parents, key, &wanted))?;
+                names.extend(added);
             }
         }
     }
@@ -410,9 +409,32 @@ fn disable_others(
     Ok(names)
 }
 
+/// The index in [`LISTS`] of the list `setup` adds `entry`'s name to: one of the client's own
+/// written exclusion lists that reaches the entry's file, in the file registered in if one is
+/// there, the most specific first.
+fn list_for(places: &Places, client: Client, entry: &Entry, target: &ServerFile) -> usize {
+    let specific = |l: &ListSwitch| match l.reach {
+        Reach::Rows(_) => 0,
+        Reach::Client => 1,
+        Reach::Everywhere => 2,
+    };
+    LISTS
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.client == client
+                && l.written
+                && l.meaning == Meaning::Excludes
+                && l.reaches(entry.file.kind)
+        })
+        .min_by_key(|(_, l)| (places.resolve(l.file) != target.path, specific(l)))
+        .map(|(i, _)| i)
+        .expect("the table gives a written list to every client switched off by list")
+}
+
 /// A file written by [`apply`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
+pub(crate) struct Written {
     pub path: PathBuf,
     /// The copy of the old file, when there was one.
     pub backup: Option<PathBuf>,
@@ -420,7 +442,7 @@ pub struct Written {
 
 /// Writes the plan: each changed file is backed up (`<file>.bak-<stamp>`) and replaced
 /// atomically, keeping its permissions.
-pub fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError> {
+pub(crate) fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError> {
     let mut written = Vec::new();
     for change in plan.changes.iter().filter(|c| c.changed()) {
         let io = |source| SetupError::Io {
@@ -469,80 +491,9 @@ pub fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError> {
 }
 
 /// A timestamp for backup names, e.g. `20260314T093000`.
-pub fn stamp() -> String {
+pub(crate) fn stamp() -> String {
     chrono::Local::now().format("%Y%m%dT%H%M%S").to_string()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn options(home: &Path, project: &Path, disable: bool) -> Options {
-        Options {
-            clients: vec![],
-            scope: None,
-            disable_others: disable,
-            command: "/opt/bin/code-executor".into(),
-            args: vec!["serve".into()],
-            servers_file: home.join(".config/code-executor/servers.json"),
-            places: Places {
-                home: home.to_owned(),
-                project: project.to_owned(),
-            },
-        }
-    }
-
-    #[test]
-    fn cursor_plan_registers_disables_and_copies() {
-        let tmp = tempfile::tempdir().unwrap();
-        let (home, project) = (tmp.path().join("home"), tmp.path().join("project"));
-        std::fs::create_dir_all(home.join(".cursor")).unwrap();
-        std::fs::create_dir_all(&project).unwrap();
-        let original = "{\n  \"mcpServers\": {\n    \"time\": {\n      \"command\": \"uvx\",\n      \"args\": [\"mcp-server-time\"],\n      \"cwd\": \"sub\"\n    }\n  }\n}\n";
-        std::fs::write(home.join(".cursor/mcp.json"), original).unwrap();
-        let opts = options(&home, &project, true);
-        let plan = plan(&opts, &[Client::Cursor]).unwrap();
-        assert_eq!(plan.outcomes[0].registration, "added");
-        assert_eq!(plan.outcomes[0].disabled, ["time"]);
-        assert_eq!(plan.changes.len(), 2, "{plan:?}");
-        let cursor = edit::parse_json(&plan.changes[0].after).unwrap();
-        assert_eq!(cursor["mcpServers"]["time"]["disabled"], true);
-        assert_eq!(
-            cursor["mcpServers"]["code-executor"]["command"],
-            "/opt/bin/code-executor"
-        );
-        let ours = edit::parse_json(&plan.changes[1].after).unwrap();
-        assert_eq!(ours["mcpServers"]["time"]["command"], "uvx");
-        assert!(ours["mcpServers"]["time"].get("disabled").is_none());
-        assert_eq!(
-            ours["mcpServers"]["time"]["cwd"],
-            home.join(".cursor/sub").to_string_lossy().as_ref()
-        );
-        assert!(
-            plan.changes[0].diff().contains("+      \"disabled\": true"),
-            "{}",
-            plan.changes[0].diff()
-        );
-
-        // Applied, then planned again: nothing left to do.
-        let written = apply(&plan, "test").unwrap();
-        assert_eq!(written.len(), 2);
-        assert_eq!(
-            std::fs::read_to_string(written[0].backup.as_ref().unwrap()).unwrap(),
-            original
-        );
-        assert!(written[1].backup.is_none());
-        let again = super::plan(&opts, &[Client::Cursor]).unwrap();
-        assert!(again.is_empty(), "{again:?}");
-        assert_eq!(again.outcomes[0].registration, "already registered");
-    }
-
-    #[test]
-    fn claude_desktop_has_no_project_scope() {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut opts = options(tmp.path(), tmp.path(), false);
-        opts.scope = Some(Scope::Project);
-        let err = plan(&opts, &[Client::ClaudeDesktop]).unwrap_err();
-        assert!(err.to_string().contains("Claude Desktop"), "{err}");
-    }
-}
+mod tests;
