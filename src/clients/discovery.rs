@@ -102,20 +102,21 @@
 //! command). `setup` uses the same rules.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use serde_json::Value;
 
+pub use super::parse::DiscoveryError;
+pub use super::spec::{ConfigSource, ServerSpec, Transport};
 pub use super::table::SourceKind;
 
 use super::entry::transport;
 use super::expand::Vars;
 use super::launch::launches_self;
+use super::parse::{self, Parsed};
 use super::places::{Layout, Places, ServerFile};
-use super::read::{self, Lists, Parsed, RawEntry};
+use super::read::{self, Lists, RawEntry};
 use super::table::{self, Format, LISTS, ROWS, Row};
 
 /// Where to look. Passed in explicitly so that tests never touch the real
@@ -143,90 +144,6 @@ impl DiscoveryInputs {
             project: self.project_dir.clone(),
         }
     }
-}
-
-/// The file (and the part of it) a definition came from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ConfigSource {
-    pub kind: SourceKind,
-    pub path: PathBuf,
-}
-
-impl ConfigSource {
-    /// A placeholder source for other modules' unit tests.
-    #[cfg(test)]
-    pub fn test() -> Self {
-        ConfigSource {
-            kind: SourceKind::Explicit,
-            path: PathBuf::from("/test/mcp.json"),
-        }
-    }
-}
-
-impl fmt::Display for ConfigSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} config {}", self.kind.label(), self.path.display())
-    }
-}
-
-/// How to reach a server, with every variable already expanded.
-///
-/// `Debug` hides env and header values, which often hold credentials.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Transport {
-    Stdio {
-        command: String,
-        args: Vec<String>,
-        /// Only the variables the entry sets.
-        env: BTreeMap<String, String>,
-        /// Absolute unless the config file's own path was relative.
-        cwd: Option<PathBuf>,
-    },
-    /// Streamable HTTP.
-    Http {
-        url: String,
-        headers: BTreeMap<String, String>,
-    },
-}
-
-impl fmt::Debug for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        struct Redacted<'a>(&'a BTreeMap<String, String>);
-        impl fmt::Debug for Redacted<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_map()
-                    .entries(self.0.keys().map(|k| (k, "<redacted>")))
-                    .finish()
-            }
-        }
-        match self {
-            Transport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => f
-                .debug_struct("Stdio")
-                .field("command", command)
-                .field("args", args)
-                .field("env", &Redacted(env))
-                .field("cwd", cwd)
-                .finish(),
-            Transport::Http { url, headers } => f
-                .debug_struct("Http")
-                .field("url", url)
-                .field("headers", &Redacted(headers))
-                .finish(),
-        }
-    }
-}
-
-/// A server that is enabled and valid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerSpec {
-    pub name: String,
-    pub transport: Transport,
-    pub source: ConfigSource,
 }
 
 /// A server that the user turned off.
@@ -276,47 +193,6 @@ pub struct Discovery {
     /// Things the user may want to know: skipped files, skipped
     /// self-references, ignored fields.
     pub warnings: Vec<String>,
-}
-
-/// A config file that exists but cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum DiscoveryError {
-    /// The explicit config file does not exist.
-    #[error("MCP config file {} (MCP_CONFIG_PATH) does not exist", .path.display())]
-    NotFound { path: PathBuf },
-    /// The file exists but cannot be read (permissions, a directory, not UTF-8).
-    #[error("cannot read MCP config file {}: {source}", .path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    /// The file is not valid JSON (comments and trailing commas allowed), or for Codex not
-    /// valid TOML.
-    #[error("cannot parse MCP config file {} at line {line}, column {column}: {message}", .path.display())]
-    Parse {
-        path: PathBuf,
-        /// 1-based.
-        line: usize,
-        /// 1-based, in characters.
-        column: usize,
-        message: String,
-    },
-    /// The file is JSON but not shaped like a config (e.g. `mcpServers` is an array).
-    #[error("unexpected structure in MCP config file {}: {message}", .path.display())]
-    Shape { path: PathBuf, message: String },
-}
-
-impl DiscoveryError {
-    /// The file the error is about.
-    pub fn path(&self) -> &Path {
-        match self {
-            DiscoveryError::NotFound { path }
-            | DiscoveryError::Read { path, .. }
-            | DiscoveryError::Parse { path, .. }
-            | DiscoveryError::Shape { path, .. } => path,
-        }
-    }
 }
 
 /// Reads every config file in `DiscoveryInputs` and merges the servers they
@@ -449,7 +325,7 @@ impl<'a> Run<'a> {
             Some(None) if !strict => return Ok(None),
             _ => {}
         }
-        let loaded = match read::read_config(path, format) {
+        let loaded = match parse::read_config(path, format) {
             Ok(Some(parsed)) => {
                 if !self.sources_read.iter().any(|p| p == path) {
                     self.sources_read.push(path.to_owned());
@@ -615,7 +491,7 @@ fn evaluate(
     let Some(obj) = raw.definition.as_object() else {
         return State::Invalid(format!(
             "a server definition must be an object, found {}",
-            read::type_name(&raw.definition)
+            parse::type_name(&raw.definition)
         ));
     };
     if name.trim().is_empty() {

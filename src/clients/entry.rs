@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::discovery::{ConfigSource, Transport};
 use super::expand::{self, Vars};
-use super::read::type_name;
+use super::parse::{scalar_string, type_name};
+use super::spec::{ConfigSource, Transport};
 
 const SSE_UNSUPPORTED: &str = "SSE transport is not supported; use streamable HTTP (\"type\": \"http\") if the server offers it";
 
@@ -209,15 +209,5 @@ impl Fields<'_> {
         } else {
             Err(self.problems.join("; "))
         }
-    }
-}
-
-/// Strings as they are; numbers and booleans as JSON writes them.
-pub(crate) fn scalar_string(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
     }
 }

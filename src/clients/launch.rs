@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::entry::scalar_string;
+use super::parse::scalar_string;
 
 /// The last component of a `/`- or `\`-separated path, without a Windows
 /// executable extension.

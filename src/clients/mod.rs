@@ -1,8 +1,10 @@
 //! Everything about MCP client config files, for discovery and for `setup`: one table of the
 //! clients and their files (`table`), resolved against a home and a project (`places`), one
-//! reader turning a file into raw entries and lists (`read`), one rule for recognising this
+//! parser of a config file (`parse`), one reader turning a parsed file into raw entries and
+//! lists (`read`), one rule for recognising this
 //! server's own entry (`launch`), the clients' dialects (`dialects`), `${VAR}` expansion
-//! (`expand`), an entry's transport (`entry`), and the merge of every file into the
+//! (`expand`), an entry's transport (`entry`) and what a usable server is (`spec`), and the
+//! merge of every file into the
 //! downstream servers this server reaches ([`discovery`], with this server's own
 //! `servers_file` read last). Reads files; `setup` is the only writer of client configs.
 //!
@@ -10,9 +12,11 @@
 //! | --- | --- | --- |
 //! | `table` | which clients, files, keys, dialects, lists, labels, ids | touch files |
 //! | `places` | paths for one home and project, `setup`'s target, detection | parse configs (but `~/.claude.json` for the project key) |
-//! | `read` | parsing, key paths, raw entries, lists | merge, expand, write |
+//! | `parse` | a file's text parsed (JSONC, TOML), the error naming the file | know keys or clients |
+//! | `read` | key paths, raw entries, lists | merge, expand, write |
 //! | `launch` | what counts as this server's own entry | read files |
 //! | `entry` | an entry's transport, expansion of its fields | know files or switches |
+//! | `spec` | a usable server: name, transport, source | hold any logic |
 //! | `discovery` | the merge: precedence, switches, validity | write, launch |
 //! | `servers_file` | this server's own servers file winning by name | read client configs |
 
@@ -21,9 +25,11 @@ pub mod discovery;
 pub(crate) mod entry;
 pub(crate) mod expand;
 pub(crate) mod launch;
+pub(crate) mod parse;
 pub(crate) mod places;
 pub(crate) mod read;
 pub(crate) mod servers_file;
+pub(crate) mod spec;
 pub(crate) mod table;
 
 #[cfg(test)]

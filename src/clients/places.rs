@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::read;
+use super::parse;
 use super::table::{self, Client, Format, Loc, Row, Scope, Seg, SourceKind};
 
 /// Where home and project are. Tests pass temporary directories.
@@ -118,7 +118,7 @@ impl Places {
             Format::Toml => Layout::Toml(at.iter().map(seg_key).collect::<Vec<_>>().join(".")),
             Format::Jsonc => {
                 let root = if at.contains(&Seg::ThisProject) {
-                    read::read_config(&path, Format::Jsonc)
+                    parse::read_config(&path, Format::Jsonc)
                         .ok()
                         .flatten()
                         .map(|p| p.root)

@@ -1,171 +1,22 @@
-//! The one reader of client config files, for discovery and `setup` alike: a file's text (a
-//! byte-order mark skipped, an empty file an empty config), parsed as JSON with comments
-//! ([`jsonc_options`]) or as TOML; the key paths of the table walked; a file's servers turned
-//! into raw entries ([`RawEntry`]: name, definition in the standard form, the switch on the
-//! entry, whether it is this server's own entry, the file it came from); and the lists that
-//! switch servers off ([`Lists`]).
+//! The one reader of client config files, for discovery and `setup` alike: the key paths of
+//! the table walked in a parsed file (parsing is `parse`'s); a file's servers turned into raw
+//! entries ([`RawEntry`]: name, definition in the standard form, the switch on the entry,
+//! whether it is this server's own entry, the file it came from); and the lists that switch
+//! servers off ([`Lists`]).
 //!
 //! Raw entries are what each file says on its own. Merging them (precedence, expansion,
 //! validity) is discovery's; editing files is `setup`'s. Nothing here writes.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::dialects;
-use super::discovery::DiscoveryError;
 use super::launch;
+use super::parse::{DiscoveryError, Parsed, read_config, type_name};
 use super::places::{Layout, Places, ServerFile};
 use super::table::{Client, Format, LISTS, ListSwitch, Meaning, Seg, SourceKind};
-
-/// What the clients' JSON files may hold: comments and trailing commas (VS Code writes them),
-/// nothing looser. `setup` edits the same files with the same options.
-pub(crate) fn jsonc_options() -> jsonc_parser::ParseOptions {
-    jsonc_parser::ParseOptions {
-        allow_comments: true,
-        allow_trailing_commas: true,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        allow_bare_decimal_point_numbers: false,
-        allow_non_finite_numbers: false,
-        allow_extended_string_escapes: false,
-    }
-}
-
-/// A file's text; `Ok(None)` when it does not exist.
-pub(crate) fn read_text(path: &Path) -> io::Result<Option<String>> {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    };
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "the file is not valid UTF-8"))
-}
-
-/// A parsed config file: its root object, and for TOML the order of its tables.
-#[derive(Debug)]
-pub(crate) struct Parsed {
-    pub root: Value,
-    toml: Option<toml_edit::DocumentMut>,
-}
-
-/// Reads and parses a config file; `Ok(None)` when it does not exist.
-pub(crate) fn read_config(path: &Path, format: Format) -> Result<Option<Parsed>, DiscoveryError> {
-    let text = match read_text(path) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(None),
-        Err(source) => {
-            return Err(DiscoveryError::Read {
-                path: path.to_owned(),
-                source,
-            });
-        }
-    };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let parse_error = |line, column, message| DiscoveryError::Parse {
-        path: path.to_owned(),
-        line,
-        column,
-        message,
-    };
-    let (root, toml) = match format {
-        Format::Toml => {
-            let doc = text.parse::<toml_edit::DocumentMut>().map_err(|e| {
-                let at = e.span().map_or(0, |span| span.start);
-                let before = &text[..at.min(text.len())];
-                parse_error(
-                    before.matches('\n').count() + 1,
-                    before.rsplit('\n').next().unwrap_or("").chars().count() + 1,
-                    e.message().trim().to_owned(),
-                )
-            })?;
-            let root = toml_item_to_json(doc.as_item()).unwrap_or(Value::Null);
-            (root, Some(doc))
-        }
-        Format::Jsonc => {
-            let root = jsonc_parser::parse_to_serde_value(text, &jsonc_options()).map_err(|e| {
-                parse_error(e.line_display(), e.column_display(), e.kind().to_string())
-            })?;
-            (root, None)
-        }
-    };
-    match root {
-        Value::Null => Ok(Some(Parsed {
-            root: Value::Object(Map::new()),
-            toml,
-        })),
-        Value::Object(_) => Ok(Some(Parsed { root, toml })),
-        other => Err(DiscoveryError::Shape {
-            path: path.to_owned(),
-            message: format!(
-                "expected an object at the top level, found {}",
-                type_name(&other)
-            ),
-        }),
-    }
-}
-
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// A TOML item as JSON (`None` for an empty item).
-pub(crate) fn toml_item_to_json(item: &toml_edit::Item) -> Option<Value> {
-    match item {
-        toml_edit::Item::Value(v) => Some(toml_value_to_json(v)),
-        toml_edit::Item::Table(t) => Some(Value::Object(
-            t.iter()
-                .filter_map(|(k, v)| Some((k.to_string(), toml_item_to_json(v)?)))
-                .collect(),
-        )),
-        toml_edit::Item::ArrayOfTables(a) => Some(Value::Array(
-            a.iter()
-                .map(|t| toml_item_to_json(&toml_edit::Item::Table(t.clone())))
-                .collect::<Option<Vec<_>>>()?,
-        )),
-        toml_edit::Item::None => None,
-    }
-}
-
-fn toml_value_to_json(v: &toml_edit::Value) -> Value {
-    use toml_edit::Value as T;
-    match v {
-        T::String(s) => Value::String(s.value().clone()),
-        T::Integer(i) => Value::from(*i.value()),
-        T::Float(f) => serde_json::Number::from_f64(*f.value())
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
-        T::Boolean(b) => Value::Bool(*b.value()),
-        T::Datetime(d) => Value::String(d.value().to_string()),
-        T::Array(a) => Value::Array(a.iter().map(toml_value_to_json).collect()),
-        T::InlineTable(t) => Value::Object(
-            t.iter()
-                .map(|(k, v)| (k.to_string(), toml_value_to_json(v)))
-                .collect(),
-        ),
-    }
-}
 
 /// Where a key path stopped: step `step` holds `found` where an object was needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

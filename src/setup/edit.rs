@@ -7,7 +7,7 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use serde_json::Value;
 
-use crate::clients::read::toml_item_to_json;
+use crate::clients::parse::toml_item_to_json;
 
 /// A config file that cannot be parsed or has an unexpected shape.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,7 +27,7 @@ pub enum EditError {
 /// What `jsonc-parser` accepts: JSON with comments and trailing commas (what VS Code writes),
 /// exactly as discovery reads these files.
 fn parse_options() -> ParseOptions {
-    crate::clients::read::jsonc_options()
+    crate::clients::parse::jsonc_options()
 }
 
 const BOM: char = '\u{feff}';

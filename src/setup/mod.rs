@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 use clients::{Client, Entry, Layout, Lists, Places, ReadError, Scope, ServerFile};
 use edit::{EditError, JsonDoc, TomlDoc};
 
-use crate::clients::read;
+use crate::clients::parse;
 use crate::clients::table::{Format, LISTS, ListSwitch, Meaning, Reach, SwitchOff};
 
 /// The name this server is registered under.
@@ -191,7 +191,7 @@ impl Workspace {
         if let Some((_, now)) = self.files.get(path) {
             return Ok(now.clone());
         }
-        let before = read::read_text(path).map_err(|source| SetupError::Io {
+        let before = parse::read_text(path).map_err(|source| SetupError::Io {
             path: path.to_owned(),
             source,
         })?;
@@ -389,7 +389,7 @@ fn disable_others(
             for (list, wanted) in wanted {
                 let list = &LISTS[list];
                 let path = places.resolve(list.file);
-                let root = read::read_config(&path, Format::Jsonc)
+                let root = parse::read_config(&path, Format::Jsonc)
                     .ok()
                     .flatten()
                     .map(|p| p.root);

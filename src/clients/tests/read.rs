@@ -2,6 +2,7 @@
 //! order), key paths through Claude Code's project entry, and the lists with their reasons.
 
 use super::*;
+use crate::clients::parse;
 use crate::clients::places::{Layout, Places, ServerFile};
 use crate::clients::read::{self, Lists, RawEntry};
 use crate::clients::table::{Client, Format};
@@ -89,7 +90,7 @@ fn walking_stops_at_what_is_not_an_object() {
             serde_json::to_string(&fx.project_str()).unwrap()
         ),
     );
-    let parsed = read::read_config(&path, Format::Jsonc).unwrap().unwrap();
+    let parsed = parse::read_config(&path, Format::Jsonc).unwrap().unwrap();
     let at = crate::clients::table::row(SourceKind::ClaudeCodeLocal).servers[0];
     let keys = places(&fx).key_path(at, Some(&parsed.root));
     let stuck = read::walk(&parsed.root, at, &keys).unwrap_err();
