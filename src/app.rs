@@ -163,7 +163,7 @@ impl App {
 }
 
 /// The pool of downstream servers `discovery` found (unusable entries kept, to be reported).
-pub fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool {
+pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool {
     UpstreamPool::new(
         discovery.servers.clone(),
         discovery
@@ -180,6 +180,6 @@ pub fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool
 
 /// Reads the client configs for this user and project, then this server's own servers file
 /// (`servers_file`), whose entries win by name (see [`crate::clients::discover`]).
-pub fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
+pub(crate) fn discover(settings: &Settings) -> Result<Discovery, discovery::DiscoveryError> {
     crate::clients::discover(&settings.project_dir, &settings.servers_file)
 }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// Who wrote a definition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// Claude Code, Claude Desktop, Cursor, VS Code and this server's own files.
     Standard,
     /// Codex's TOML: `url` is streamable HTTP; `http_headers`, `env_http_headers` and
@@ -22,7 +22,10 @@ pub enum Dialect {
 /// `definition` in the standard form. Fields the standard form does not know (timeouts, tool
 /// filters, `trust`, `enabled`) are left as they are: discovery ignores them, or reads
 /// `enabled`/`disabled` as the standard form does.
-pub fn standard_form(dialect: Dialect, definition: &Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn standard_form(
+    dialect: Dialect,
+    definition: &Map<String, Value>,
+) -> Map<String, Value> {
     let mut def = definition.clone();
     match dialect {
         Dialect::Standard => {}

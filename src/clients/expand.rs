@@ -33,11 +33,11 @@
 use std::collections::BTreeMap;
 
 /// How deep `${A:-${B:-...}}` defaults may nest before expansion gives up.
-pub const MAX_NESTING: usize = 16;
+pub(crate) const MAX_NESTING: usize = 16;
 
 /// The variables an expansion can see.
 #[derive(Debug, Clone, Copy)]
-pub struct Vars<'a> {
+pub(crate) struct Vars<'a> {
     /// Environment variables, for `${NAME}` and `${env:NAME}`.
     pub env: &'a BTreeMap<String, String>,
     /// Value of `${workspaceFolder}`; when `None` the name is looked up in `env`.
@@ -50,7 +50,7 @@ pub struct Vars<'a> {
 /// columns in the string given to [`expand`]. Messages never echo the string
 /// itself, which may hold a secret (a header value, say).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExpandError {
+pub(crate) enum ExpandError {
     /// One or more variables without a default are not set.
     #[error("{}", unset_message(.names))]
     Unset {
@@ -91,7 +91,7 @@ fn unset_message(names: &[String]) -> String {
 }
 
 /// Expands every `${...}` expression in `input` (see the module docs).
-pub fn expand(input: &str, vars: &Vars<'_>) -> Result<String, ExpandError> {
+pub(crate) fn expand(input: &str, vars: &Vars<'_>) -> Result<String, ExpandError> {
     let mut out = String::with_capacity(input.len());
     let mut missing = Vec::new();
     expand_into(input, 0, vars, &mut out, &mut missing, 0)?;

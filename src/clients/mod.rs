@@ -43,10 +43,10 @@ pub use table::{Client, Scope, SourceKind};
 use discovery::DiscoveryInputs;
 
 /// Environment variable naming an extra MCP config file (highest precedence).
-pub const MCP_CONFIG_PATH_ENV: &str = "MCP_CONFIG_PATH";
+pub(crate) const MCP_CONFIG_PATH_ENV: &str = "MCP_CONFIG_PATH";
 /// Names that are this server: a command with this file name or package, or an entry with this
 /// name, is this server's own entry and is never launched.
-pub const SELF_NAMES: &[&str] = &["code-executor"];
+pub(crate) const SELF_NAMES: &[&str] = &["code-executor"];
 
 /// [`SELF_NAMES`] as owned strings.
 pub(crate) fn self_names() -> Vec<String> {
@@ -71,7 +71,10 @@ impl DiscoveryInputs {
 
 /// Reads the client configs for this user and the project in `project_dir`, then this server's
 /// own servers file, whose entries win by name (see `servers_file`).
-pub fn discover(project_dir: &Path, servers_file: &Path) -> Result<Discovery, DiscoveryError> {
+pub(crate) fn discover(
+    project_dir: &Path,
+    servers_file: &Path,
+) -> Result<Discovery, DiscoveryError> {
     let inputs = DiscoveryInputs::from_process(project_dir);
     let mut found = discovery::discover(&inputs)?;
     servers_file::merge_into(&mut found, &inputs, servers_file)?;

@@ -41,7 +41,7 @@ pub enum DiscoveryError {
 
 impl DiscoveryError {
     /// The file the error is about.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             DiscoveryError::NotFound { path }
             | DiscoveryError::Read { path, .. }

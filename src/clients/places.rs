@@ -13,7 +13,7 @@ use super::table::{self, Client, Format, Loc, Row, Scope, Seg, SourceKind};
 
 /// Where home and project are. Tests pass temporary directories.
 #[derive(Debug, Clone)]
-pub struct Places {
+pub(crate) struct Places {
     pub home: PathBuf,
     pub project: PathBuf,
 }
@@ -37,18 +37,18 @@ pub(crate) struct ServerFile {
 }
 
 impl ServerFile {
-    pub fn row(&self) -> &'static Row {
+    pub(crate) fn row(&self) -> &'static Row {
         table::row(self.kind)
     }
 
     /// A short description, e.g. "user scope".
-    pub fn scope_label(&self) -> &'static str {
+    pub(crate) fn scope_label(&self) -> &'static str {
         self.row().scope_label
     }
 }
 
 impl Places {
-    pub fn resolve(&self, loc: Loc) -> PathBuf {
+    pub(crate) fn resolve(&self, loc: Loc) -> PathBuf {
         match loc {
             Loc::Home(rel) => self.home.join(rel),
             Loc::Project(rel) => self.project.join(rel),
@@ -58,7 +58,7 @@ impl Places {
     /// The keys under which Claude Code may have stored this project: the path as given,
     /// without a trailing separator, made absolute, and with symlinks resolved (Claude Code
     /// uses the physical working directory).
-    pub fn project_keys(&self) -> Vec<String> {
+    pub(crate) fn project_keys(&self) -> Vec<String> {
         let mut keys = Vec::new();
         let mut push = |p: &Path| {
             let s = p.to_string_lossy();
@@ -80,7 +80,7 @@ impl Places {
 
     /// This project's key in `projects`: the first of [`Places::project_keys`] there, else the
     /// physical path (what Claude Code writes).
-    pub fn project_key(&self, projects: Option<&Map<String, Value>>) -> String {
+    pub(crate) fn project_key(&self, projects: Option<&Map<String, Value>>) -> String {
         if let Some(projects) = projects
             && let Some(key) = self
                 .project_keys()
@@ -96,7 +96,7 @@ impl Places {
     }
 
     /// `at` with this project's key in place of [`Seg::ThisProject`], looked up in `root`.
-    pub fn key_path(&self, at: &[Seg], root: Option<&Value>) -> Vec<String> {
+    pub(crate) fn key_path(&self, at: &[Seg], root: Option<&Value>) -> Vec<String> {
         let mut out = Vec::with_capacity(at.len());
         let mut here = root;
         for seg in at {
@@ -149,14 +149,14 @@ impl Places {
     }
 
     /// The file where `client` registers servers in `scope`, and how.
-    pub fn target(&self, client: Client, scope: Scope) -> Option<ServerFile> {
+    pub(crate) fn target(&self, client: Client, scope: Scope) -> Option<ServerFile> {
         let row = table::rows_of(client).find(|r| r.scope == scope && r.registers)?;
         let path = self.registration_path(row)?;
         Some(self.server_file(row, path))
     }
 
     /// Every file whose servers `client` loads in this project, lowest precedence first.
-    pub fn server_files(&self, client: Client) -> Vec<ServerFile> {
+    pub(crate) fn server_files(&self, client: Client) -> Vec<ServerFile> {
         table::rows_of(client)
             .flat_map(|row| {
                 row.files
@@ -168,7 +168,7 @@ impl Places {
 
     /// Whether the client looks installed or configured here: one of its config files or of
     /// its marks exists.
-    pub fn detected(&self, client: Client) -> bool {
+    pub(crate) fn detected(&self, client: Client) -> bool {
         let files = table::rows_of(client).flat_map(|r| r.files.iter());
         files
             .chain(client.info().marks)

@@ -105,7 +105,12 @@ pub(crate) struct RawEntry {
 }
 
 impl RawEntry {
-    pub fn new(name: &str, value: &Value, file: &ServerFile, self_names: &[String]) -> RawEntry {
+    pub(crate) fn new(
+        name: &str,
+        value: &Value,
+        file: &ServerFile,
+        self_names: &[String],
+    ) -> RawEntry {
         let (definition, flag_off, self_hit) = match value {
             Value::Object(def) => {
                 let def = dialects::standard_form(file.row().dialect, def);
@@ -174,7 +179,7 @@ pub(crate) struct Lists(Vec<Active>);
 impl Lists {
     /// Reads `switches` from their files: `load` gives a file's contents, `warn` hears about
     /// a list (or a step to it) of the wrong type.
-    pub fn collect(
+    pub(crate) fn collect(
         places: &Places,
         switches: impl Iterator<Item = &'static ListSwitch>,
         mut load: impl FnMut(&Path) -> Option<Rc<Parsed>>,
@@ -221,7 +226,7 @@ impl Lists {
     }
 
     /// The lists of one client, for `setup` (files that cannot be read are skipped).
-    pub fn of_client(places: &Places, client: Client) -> Lists {
+    pub(crate) fn of_client(places: &Places, client: Client) -> Lists {
         Lists::collect(
             places,
             LISTS.iter().filter(|l| l.client == client),
@@ -250,7 +255,7 @@ impl Lists {
     }
 
     /// Why a definition of `name` from `kind` is off through a list, if it is.
-    pub fn off(&self, kind: SourceKind, name: &str) -> Option<String> {
+    pub(crate) fn off(&self, kind: SourceKind, name: &str) -> Option<String> {
         self.0.iter().find_map(|list| {
             if !list.switch.reaches(kind) {
                 return None;

@@ -79,7 +79,7 @@ pub enum SourceKind {
 
 impl SourceKind {
     /// A short human-readable name, e.g. `Cursor (global)`.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         row(self).label
     }
 }
@@ -131,7 +131,7 @@ pub(crate) struct Row {
 }
 
 impl Row {
-    pub fn format(&self) -> Format {
+    pub(crate) fn format(&self) -> Format {
         match self.dialect {
             Dialect::Codex => Format::Toml,
             Dialect::Standard | Dialect::Gemini => Format::Jsonc,
@@ -412,7 +412,7 @@ pub(crate) const CLIENTS: &[ClientInfo] = &[
 ];
 
 impl Client {
-    pub const ALL: [Client; 6] = [
+    pub(crate) const ALL: [Client; 6] = [
         Client::ClaudeCode,
         Client::Cursor,
         Client::Vscode,
@@ -428,17 +428,17 @@ impl Client {
             .expect("every Client has a row")
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         self.info().label
     }
 
     /// The command-line name (`--client`).
-    pub fn id(self) -> &'static str {
+    pub(crate) fn id(self) -> &'static str {
         self.info().id
     }
 
     /// Where the client registers servers by default.
-    pub fn default_scope(self) -> Scope {
+    pub(crate) fn default_scope(self) -> Scope {
         self.info().default_scope
     }
 }
@@ -593,7 +593,7 @@ pub(crate) const LISTS: &[ListSwitch] = &[
 
 impl ListSwitch {
     /// Whether the list applies to a definition from `kind`.
-    pub fn reaches(&self, kind: SourceKind) -> bool {
+    pub(crate) fn reaches(&self, kind: SourceKind) -> bool {
         match self.reach {
             Reach::Everywhere => true,
             Reach::Client => row(kind).client == Some(self.client),

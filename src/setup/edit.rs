@@ -33,7 +33,7 @@ fn parse_options() -> ParseOptions {
 const BOM: char = '\u{feff}';
 
 /// Reads JSON text as a value (an empty file is an empty object).
-pub fn parse_json(text: &str) -> Result<Value, EditError> {
+pub(crate) fn parse_json(text: &str) -> Result<Value, EditError> {
     let text = text.strip_prefix(BOM).unwrap_or(text);
     let value = jsonc_parser::parse_to_serde_value(text, &parse_options()).map_err(|e| {
         EditError::Syntax {
@@ -52,7 +52,7 @@ pub fn parse_json(text: &str) -> Result<Value, EditError> {
 }
 
 /// A parsed JSON file being edited. `finish` gives the new text.
-pub struct JsonDoc {
+pub(crate) struct JsonDoc {
     root: CstRootNode,
     bom: bool,
     /// End the text with a newline (a new file, or the old text had one).
@@ -60,7 +60,7 @@ pub struct JsonDoc {
 }
 
 impl JsonDoc {
-    pub fn parse(text: &str) -> Result<Self, EditError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, EditError> {
         // Validate (and get a good error) with the value parser first.
         parse_json(text)?;
         let bom = text.starts_with(BOM);
@@ -74,7 +74,7 @@ impl JsonDoc {
         Ok(JsonDoc { root, bom, newline })
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         let mut text = self.root.to_string();
         if self.newline && self.root.value().is_some() && !text.ends_with('\n') {
             text.push('\n');
@@ -98,18 +98,13 @@ impl JsonDoc {
         Ok(obj)
     }
 
-    /// The value at `path`, if every step exists.
-    pub fn value_at(&self, path: &[&str]) -> Option<Value> {
-        let mut obj = self.root.object_value()?;
-        let (last, parents) = path.split_last()?;
-        for key in parents {
-            obj = obj.object_value(key)?;
-        }
-        obj.get(last)?.value()?.to_serde_value()
-    }
-
     /// Sets `path[..] / name` to `value`. Returns whether anything changed.
-    pub fn set_entry(&self, path: &[&str], name: &str, value: &Value) -> Result<bool, EditError> {
+    pub(crate) fn set_entry(
+        &self,
+        path: &[&str],
+        name: &str,
+        value: &Value,
+    ) -> Result<bool, EditError> {
         let obj = self.object_at(path)?;
         match obj.get(name) {
             Some(prop) => {
@@ -127,7 +122,7 @@ impl JsonDoc {
 
     /// Adds the missing `names` to the array `path[..] / key` (created if missing). Returns the
     /// names added.
-    pub fn add_names(
+    pub(crate) fn add_names(
         &self,
         path: &[&str],
         key: &str,
@@ -161,7 +156,7 @@ impl JsonDoc {
     }
 
     /// Sets `"disabled": true` on the entry `path[..] / name`. Returns whether it changed.
-    pub fn disable_entry(&self, path: &[&str], name: &str) -> Result<bool, EditError> {
+    pub(crate) fn disable_entry(&self, path: &[&str], name: &str) -> Result<bool, EditError> {
         let obj = self.object_at(path)?;
         let Some(entry) = obj.object_value(name) else {
             return Err(EditError::Shape(format!(
@@ -214,23 +209,23 @@ fn ordered(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
 }
 
 /// A parsed TOML file being edited (Codex's `config.toml`).
-pub struct TomlDoc {
+pub(crate) struct TomlDoc {
     doc: toml_edit::DocumentMut,
 }
 
 impl TomlDoc {
-    pub fn parse(text: &str) -> Result<Self, EditError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, EditError> {
         text.parse::<toml_edit::DocumentMut>()
             .map(|doc| TomlDoc { doc })
             .map_err(|e| toml_error(text, &e))
     }
 
-    pub fn finish(self) -> String {
+    pub(crate) fn finish(self) -> String {
         self.doc.to_string()
     }
 
     /// The tables under `[table]` as JSON values, by name.
-    pub fn tables(&self, table: &str) -> Vec<(String, Value)> {
+    pub(crate) fn tables(&self, table: &str) -> Vec<(String, Value)> {
         let Some(item) = self.doc.get(table).and_then(|t| t.as_table_like()) else {
             return Vec::new();
         };
@@ -241,7 +236,12 @@ impl TomlDoc {
 
     /// Sets `[table.name]` to the string keys of `value` (an object of strings and arrays of
     /// strings). Returns whether anything changed.
-    pub fn set_entry(&mut self, table: &str, name: &str, value: &Value) -> Result<bool, EditError> {
+    pub(crate) fn set_entry(
+        &mut self,
+        table: &str,
+        name: &str,
+        value: &Value,
+    ) -> Result<bool, EditError> {
         let existing = self.tables(table).into_iter().find(|(n, _)| n == name);
         if existing.as_ref().map(|(_, v)| v) == Some(value) {
             return Ok(false);
@@ -269,7 +269,7 @@ impl TomlDoc {
     }
 
     /// Sets `enabled = false` in `[table.name]`. Returns whether it changed.
-    pub fn disable_entry(&mut self, table: &str, name: &str) -> Result<bool, EditError> {
+    pub(crate) fn disable_entry(&mut self, table: &str, name: &str) -> Result<bool, EditError> {
         let entry = self
             .doc
             .get_mut(table)

@@ -91,7 +91,7 @@ pub(crate) struct Survey {
 }
 
 impl Survey {
-    pub fn registered(&self) -> bool {
+    pub(crate) fn registered(&self) -> bool {
         self.files
             .iter()
             .filter_map(|(_, r)| r.as_ref().ok())
@@ -134,12 +134,12 @@ pub(crate) struct FileChange {
 }
 
 impl FileChange {
-    pub fn changed(&self) -> bool {
+    pub(crate) fn changed(&self) -> bool {
         self.before.as_deref() != Some(self.after.as_str())
     }
 
     /// The unified diff, with the path in the headers.
-    pub fn diff(&self) -> String {
+    pub(crate) fn diff(&self) -> String {
         let before = self.before.as_deref().unwrap_or("");
         let path = self.path.display().to_string();
         let old = if self.before.is_some() {
@@ -174,7 +174,7 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.changes.iter().all(|c| !c.changed())
     }
 }
