@@ -27,7 +27,7 @@
         meta.mainProgram = "code-executor";
       };
 
-      # The pinned runtime tarballs (the same SHA-256 as src/runtime.rs), installed the way
+      # The pinned runtime tarballs (the same SHA-256 as src/sandbox/runtimes.rs), installed the way
       # `code-executor fetch-runtimes` installs them: <dir>/<name>-<version>/package + .verified.
       deno = pkgs.fetchurl {
         url = "https://registry.npmjs.org/@deno/linux-x64-glibc/-/linux-x64-glibc-2.9.6.tgz";
