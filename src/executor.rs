@@ -1,6 +1,6 @@
 //! One execution from request to report: admission (the concurrency limit and the queue), a
 //! fresh worker from the language's pool, the host-call side (a short dispatch: tool calls go
-//! through the broker's [`Gate`], catalogue look-ups to [`directory`]), cancellation, and the
+//! through the broker's `Gate`, catalogue look-ups to [`directory`]), cancellation, and the
 //! execution's own record (report, audit record, metrics). It holds no policy and no transport:
 //! processes are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 

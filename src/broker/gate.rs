@@ -11,9 +11,9 @@
 //! 7. **check** the result's size, **shape** it for code,
 //! 8. **record** it: the execution's report, the audit trail and the metrics, whatever happened.
 //!
-//! The decisions are the [`Broker`]'s; this module only sequences them and records the outcome.
-//! A refused call never reaches the downstream server. Every refusal is a [`Refusal`] with its
-//! code; every failure after admission is a [`Failure`] with its category.
+//! The decisions are the `Broker`'s; this module only sequences them and records the outcome.
+//! A refused call never reaches the downstream server. Every refusal is a `Refusal` with its
+//! code; every failure after admission is a `Failure` with its category.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -2,9 +2,9 @@
 //! be clean, the server-wide policy must not deny it (deny wins over every allow), the
 //! execution's `allowedTools` must allow it, the execution's quota and the rate limits must have
 //! room, the arguments must fit the size cap and validate against the tool's live input schema,
-//! and the result must fit its cap on the way back. [`Broker`] is pure logic (no processes, no
+//! and the result must fit its cap on the way back. `Broker` is pure logic (no processes, no
 //! I/O): it answers. [`gate`] is the one place that asks, in a fixed order, sends the call and
-//! records it; [`Refusal`] is every reason a call is not sent.
+//! records it; `Refusal` is every reason a call is not sent.
 
 pub mod allowlist;
 pub mod gate;

@@ -5,7 +5,7 @@
 //! A worker is used for exactly one execution. It is treated as hostile: every line it sends is
 //! parsed strictly, its output is capped here (not only inside the worker), and its stderr is
 //! read only for diagnostics. Host calls (tool calls and catalogue look-ups) are answered by a
-//! [`HostCalls`] implementation supplied by the executor; this module knows nothing of MCP.
+//! `HostCalls` implementation supplied by the executor; this module knows nothing of MCP.
 
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -1,5 +1,5 @@
 //! How a Deno process of the sandbox is started: [`WorkerConfig`] (the runtimes, the limits,
-//! what workers start from) and [`WorkerConfig::deno_command`], the one place a Deno command
+//! what workers start from) and `WorkerConfig::deno_command`, the one place a Deno command
 //! line is written, for a worker and for the trusted run that makes the Pyodide snapshot alike:
 //! the jail, the environment (`DENO_DIR` only), the working directory, the flags, the
 //! permissions, the runner and its arguments. Spawning and driving the process is `host`'s.

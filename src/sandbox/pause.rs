@@ -1,6 +1,6 @@
 //! Holding back workers that are still starting while executions run: a pool lists the process
-//! group of each worker it is starting in [`Starting`]; [`Starting::pause`] stops them all
-//! (SIGSTOP) until the last [`Paused`] guard is dropped (SIGCONT), so that a refill does not
+//! group of each worker it is starting in `Starting`; `Starting::pause` stops them all
+//! (SIGSTOP) until the last `Paused` guard is dropped (SIGCONT), so that a refill does not
 //! take the CPU an execution needs. Signals are sent through `jail`, the home of every syscall.
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The worker runner: the JavaScript bootstrap of every sandboxed Deno worker. It is written as
 //! the numbered plain scripts of `runner/` (`00_private.js` ... `99_main.js`, laid out like
 //! Deno's own `runtime/js`), joined here in name order into one source that the host hands to
-//! Deno as one `data:` URL ([`super::launch::runner_url`]). The pieces share one scope: none of
+//! Deno as one `data:` URL (`super::launch::runner_url`). The pieces share one scope: none of
 //! them may have imports or exports (see the opening comment of `runner/00_private.js`). The
 //! tokenizer and source preparation pieces have their own tests in `tests/runner/` (run with the
 //! project's Deno by `scripts/test`).

@@ -2,9 +2,9 @@
 //! (`code-executor wrappers`): one TypeScript or Python module per server, one async function
 //! per tool (camelCase in TypeScript, snake_case in Python) documented from the tool's
 //! description, with input and output types from its JSON Schemas (types via
-//! [`crate::catalog::type_of`] in TypeScript, [`crate::catalog::python_type_of`] in Python). Output is deterministic; each module's header
+//! `crate::catalog::type_of` in TypeScript, `crate::catalog::python_type_of` in Python). Output is deterministic; each module's header
 //! carries a hash of the schemas it was made from, so stale modules are found
-//! ([`check`]). This module owns the generated text only: no I/O, no connections.
+//! (`check`). This module owns the generated text only: no I/O, no connections.
 //!
 //! Tool names, descriptions and schemas are untrusted: names only ever appear inside string
 //! literals or as sanitised identifiers, descriptions only inside comments or docstrings with
