@@ -68,3 +68,25 @@ fn clients_switched_off_by_list_have_a_written_exclusion_list_for_every_file() {
         }
     }
 }
+
+/// Replaces the guess from the file name (`.toml` → Codex, `.gemini/settings.json` → Gemini):
+/// every row now declares its dialect, and each client's files are read in its own.
+#[test]
+fn every_row_declares_the_dialect_of_its_client() {
+    use crate::clients::dialects::Dialect;
+    use crate::clients::table::Format;
+    for row in ROWS {
+        let expected = match row.client {
+            Some(Client::Codex) => Dialect::Codex,
+            Some(Client::Gemini) => Dialect::Gemini,
+            _ => Dialect::Standard,
+        };
+        assert_eq!(row.dialect, expected, "{:?}", row.kind);
+        let format = if expected == Dialect::Codex {
+            Format::Toml
+        } else {
+            Format::Jsonc
+        };
+        assert_eq!(row.format(), format, "{:?}", row.kind);
+    }
+}
