@@ -22,7 +22,10 @@ ENV PATH=/usr/local/bin:/usr/bin \
 RUN ["/usr/local/bin/code-executor", "fetch-runtimes"]
 
 # The settings file on the config volume, written on the first start (`serve --init-config`).
-ENV CODE_EXECUTOR_CONFIG=/config/config.toml
+# Workers run only under Landlock's kernel-enforced filesystem view (the seccomp profile lets
+# the server apply it): without it the appliance runs no code rather than less confined code.
+ENV CODE_EXECUTOR_CONFIG=/config/config.toml \
+    CODE_EXECUTOR_REQUIRE_LANDLOCK=true
 
 USER 1001:1001
 WORKDIR /home/executor

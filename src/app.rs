@@ -13,6 +13,7 @@ use crate::executor::{Executor, Wiring};
 use crate::front::{Front, RuntimeInfo};
 use crate::ops::audit::{AuditError, AuditLog};
 use crate::ops::metrics::Metrics;
+use crate::sandbox::fs_rules;
 use crate::sandbox::jail::JailPolicy;
 use crate::sandbox::launch::{self, WorkerConfig};
 use crate::sandbox::runtimes::{self, Runtimes};
@@ -86,7 +87,21 @@ impl App {
                 ..JailPolicy::default()
             },
             wrappers_dir: Some(settings.wrappers_dir.clone()),
+            require_landlock: settings.require_landlock,
         };
+        let landlock = fs_rules::support();
+        if !landlock.available() {
+            let consequence = if settings.require_landlock {
+                "no code will run (require_landlock is set)"
+            } else {
+                "code still runs (set require_landlock to refuse instead)"
+            };
+            tracing::warn!(
+                "!!! this kernel has no Landlock: workers are confined by Deno's permissions, \
+                 seccomp and resource limits only, not by a kernel-enforced filesystem view; \
+                 {consequence} !!!"
+            );
+        }
         // A verified snapshot (and seed) is used at once. When serving without one, it is made
         // in the background; workers start meanwhile, only slower.
         if let Some(prepared) = snapshot::verified(&settings.cache_dir) {
@@ -103,6 +118,7 @@ impl App {
         let runtime_info = RuntimeInfo {
             deno: launch::deno_version(&runtimes.deno).await.ok(),
             pyodide: Some(runtimes::PYODIDE.version.to_string()),
+            landlock: landlock.describe(),
         };
         let broker = Arc::new(Broker::new(BrokerConfig {
             policy,

@@ -3,16 +3,28 @@
 
 use std::process::Stdio;
 
+use code_executor::sandbox::fs_rules::{FsGrants, support};
 use code_executor::sandbox::jail::{JailPolicy, confine};
 
-/// Runs `program args` inside the jail and returns (exit success, stdout).
+/// Runs `program args` inside the jail, allowed to read the whole filesystem (these tests are
+/// about the other layers), and returns (exit success, stdout).
 async fn jailed(program: &str, args: &[&str]) -> (bool, String) {
+    let reads_everything = FsGrants {
+        executables: vec![program.into()],
+        reads: vec!["/".into()],
+        ..FsGrants::default()
+    };
+    jailed_with(program, args, &reads_everything).await
+}
+
+/// Runs `program args` inside the jail with `filesystem` as all it may reach.
+async fn jailed_with(program: &str, args: &[&str], filesystem: &FsGrants) -> (bool, String) {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    confine(&mut cmd, JailPolicy::default());
+    confine(&mut cmd, JailPolicy::default(), filesystem).expect("the ruleset builds");
     let out = cmd.output().await.expect("the jailed child starts");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
@@ -143,6 +155,10 @@ attempt("kexec_load", 246, 0, 0, 0, 0)
 attempt("swapon", 167, 0, 0)
 attempt("pivot_root", 155, 0, 0)
 attempt("chroot", 161, 0)
+attempt("kcmp", 312, 0, 0, 0, 0, 0)
+attempt("pidfd_getfd", 438, 0, 0, 0)
+attempt("process_madvise", 440, 0, 0, 0, 0, 0)
+attempt("process_mrelease", 448, 0, 0)
 "#;
 
 #[tokio::test]
@@ -156,7 +172,7 @@ async fn denied_syscalls_are_refused() {
             Some((name, errno.parse().ok()?))
         })
         .collect();
-    assert_eq!(results.len(), 24, "every probe reported: {out}");
+    assert_eq!(results.len(), 28, "every probe reported: {out}");
     for (name, errno) in results {
         let expected = if name == "clone3" {
             libc::ENOSYS
@@ -176,13 +192,133 @@ async fn unix_sockets_and_plain_processes_still_work() {
     assert_eq!(out.trim(), "fine");
 }
 
+/// The real Python interpreter (not a launcher script, which the jail would not let run).
 fn which_python() -> String {
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|p| p.join("python3"))
-                .find(|p| p.is_file())
-        })
-        .map(|p| p.display().to_string())
-        .expect("python3 on PATH")
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 on PATH");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+// ---- Landlock: the filesystem view, signals and abstract sockets -------------------------------
+
+fn landlock_here() -> bool {
+    let here = support().available();
+    if !here {
+        eprintln!("SKIPPED: this kernel has no Landlock ({:?})", support());
+    }
+    here
+}
+
+#[tokio::test]
+async fn only_granted_files_can_be_read() {
+    if !landlock_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let granted = dir.path().join("granted.txt");
+    std::fs::write(&granted, "visible").unwrap();
+    let grants = FsGrants {
+        executables: vec!["/bin/cat".into()],
+        reads: vec![granted.clone()],
+        ..FsGrants::default()
+    };
+    let (ok, out) = jailed_with("/bin/cat", &[granted.to_str().unwrap()], &grants).await;
+    assert!(ok && out == "visible", "{out}");
+    for other in ["/etc/passwd", "/etc/hostname", "/proc/1/status"] {
+        let (ok, out) = jailed_with("/bin/cat", &[other], &grants).await;
+        assert!(!ok && out.is_empty(), "{other} was readable: {out}");
+    }
+}
+
+/// Inside the jail: rewrites the granted file, then tries to create, remove and run files,
+/// printing what happened to each.
+const WRITE_PROBE: &str = r#"
+import os, sys
+cache, new = sys.argv[1], sys.argv[2]
+with open(cache, "w") as f:
+    f.write("new")
+def attempt(name, fn):
+    try:
+        fn(); print(name, "allowed")
+    except PermissionError:
+        print(name, "refused")
+attempt("create", lambda: open(new, "w").close())
+attempt("remove", lambda: os.remove(cache))
+attempt("rename", lambda: os.rename(cache, new))
+attempt("mkdir", lambda: os.mkdir(new + ".d"))
+attempt("exec", lambda: os.execv("/bin/true", ["/bin/true"]))
+"#;
+
+#[tokio::test]
+async fn granted_files_can_be_rewritten_but_nothing_created_removed_or_run() {
+    if !landlock_here() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache.db");
+    let new = dir.path().join("new.txt");
+    std::fs::write(&cache, "old").unwrap();
+    let python = which_python();
+    let grants = FsGrants {
+        executables: vec![python.clone().into()],
+        reads: vec!["/".into()],
+        writable_files: vec![cache.clone()],
+        ..FsGrants::default()
+    };
+    let args = [
+        "-c",
+        WRITE_PROBE,
+        cache.to_str().unwrap(),
+        new.to_str().unwrap(),
+    ];
+    let (ok, out) = jailed_with(&python, &args, &grants).await;
+    assert!(ok, "{out}");
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), "new");
+    for operation in ["create", "remove", "rename", "mkdir", "exec"] {
+        assert!(
+            out.contains(&format!("{operation} refused")),
+            "{operation} was not refused: {out}"
+        );
+    }
+    assert!(!new.exists());
+}
+
+/// Tries, from inside the jail, to signal the test process and to reach an abstract unix
+/// socket it listens on; prints what happened to each.
+const SCOPE_PROBE: &str = r#"
+import os, socket, sys
+parent, name = int(sys.argv[1]), sys.argv[2]
+try:
+    os.kill(parent, 0); print("signal allowed")
+except PermissionError:
+    print("signal refused")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("\0" + name); print("abstract allowed")
+except PermissionError:
+    print("abstract refused")
+"#;
+
+#[tokio::test]
+async fn signals_and_abstract_sockets_outside_the_jail_are_refused() {
+    if !landlock_here() || support().abi < 6 {
+        eprintln!("SKIPPED: Landlock scopes need ABI 6");
+        return;
+    }
+    let name = format!("code-executor-jail-test-{}", std::process::id());
+    let listener = std::os::unix::net::UnixListener::bind_addr(
+        &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+            name.as_bytes(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let me = std::process::id().to_string();
+    let (ok, out) = jailed(&which_python(), &["-c", SCOPE_PROBE, &me, &name]).await;
+    drop(listener);
+    assert!(ok, "{out}");
+    assert!(out.contains("signal refused"), "{out}");
+    assert!(out.contains("abstract refused"), "{out}");
 }

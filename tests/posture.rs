@@ -4,6 +4,7 @@
 
 use std::process::Stdio;
 
+use code_executor::sandbox::fs_rules::FsGrants;
 use code_executor::sandbox::jail::{JailPolicy, confine};
 
 const BIN: &str = env!("CARGO_BIN_EXE_code-executor");
@@ -14,7 +15,14 @@ async fn jailed_probe(name: &str) -> (Option<i32>, String) {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    confine(&mut cmd, JailPolicy::default());
+    let grants = FsGrants {
+        executables: vec![BIN.into()],
+        reads: vec!["/".into()],
+        // The mount probe makes its mount point in the temporary directory.
+        writable_trees: vec![std::env::temp_dir()],
+        ..FsGrants::default()
+    };
+    confine(&mut cmd, JailPolicy::default(), &grants).expect("the ruleset builds");
     let out = cmd.output().await.expect("the jailed probe starts");
     (
         out.status.code(),

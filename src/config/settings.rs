@@ -108,6 +108,10 @@ pub(crate) struct RawSettings {
     /// Address of the operations endpoint: `/livez`, `/readyz` and `/metrics` (Prometheus).
     /// Default: none (not served).
     pub ops_listen: Option<SocketAddr>,
+    /// Refuse to run any code when the kernel has no Landlock, instead of running it with
+    /// Deno's permissions, seccomp and resource limits only (with a loud warning). Default
+    /// false; the container appliance sets it.
+    pub require_landlock: Option<bool>,
 }
 
 /// Validated settings with every default applied.
@@ -144,6 +148,7 @@ pub struct Settings {
     pub http_allowed_hosts: Vec<String>,
     pub http_allowed_origins: Vec<String>,
     pub ops_listen: Option<SocketAddr>,
+    pub require_landlock: bool,
     /// The settings file that was read, if any.
     pub source: Option<PathBuf>,
 }
@@ -260,6 +265,7 @@ impl Settings {
             http_allowed_hosts: raw.http_allowed_hosts.unwrap_or_default(),
             http_allowed_origins: raw.http_allowed_origins.unwrap_or_default(),
             ops_listen: raw.ops_listen,
+            require_landlock: raw.require_landlock.unwrap_or(false),
             source,
         };
         settings.check()?;

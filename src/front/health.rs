@@ -19,6 +19,8 @@ pub(super) const HEALTH: &str = "health";
 pub struct RuntimeInfo {
     pub deno: Option<String>,
     pub pyodide: Option<String>,
+    /// What the kernel's Landlock confines in workers (see `sandbox::fs_rules`).
+    pub landlock: String,
 }
 
 /// What the report is made of.

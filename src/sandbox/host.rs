@@ -27,7 +27,11 @@ use super::outcome::{
 };
 use super::pause::Starting;
 use super::proto::{self, HostRequest, Language, WorkerMessage};
-use super::stage;
+use super::{seed, stage};
+
+/// How many answered host calls may wait for the worker to read them before the host stops
+/// collecting more answers (it keeps reading the worker's lines meanwhile).
+const REPLY_QUEUE: usize = 64;
 
 /// How much of a worker's stderr is kept for diagnostics.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
@@ -129,6 +133,7 @@ impl Worker {
         if let Some(prepared) = &prepared {
             prepared.seed.install(&cache).map_err(SpawnError::WorkDir)?;
         }
+        seed::create_writable_files(&cache).map_err(SpawnError::WorkDir)?;
         let wrappers = stage::wrappers(config.wrappers_dir.as_deref(), language, &cwd);
         let purpose = Purpose::Worker {
             language,
@@ -136,7 +141,12 @@ impl Worker {
             snapshot: prepared.as_ref().map(|p| p.snapshot.as_path()),
             wrappers: wrappers.as_deref(),
         };
-        let mut cmd = config.deno_command(purpose, &cache, &cwd);
+        let mut cmd = config
+            .deno_command(purpose, &cache, &cwd)
+            .map_err(|source| SpawnError::Spawn {
+                path: config.deno.clone(),
+                source,
+            })?;
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -269,6 +279,10 @@ impl Worker {
         Some(kib * 1024)
     }
 
+    /// Sends the program, then reads the worker's lines and answers its host calls until it
+    /// reports `done`. Reading and writing are independent: replies go out through
+    /// [`REPLY_QUEUE`]-bounded writes of their own, so a worker blocked writing its stdout (a
+    /// burst of large calls) never waits on a host blocked writing its stdin.
     async fn drive(
         &mut self,
         code: &str,
@@ -278,55 +292,27 @@ impl Worker {
         started: Instant,
     ) -> Ending {
         let execute = proto::execute_line(self.language, code, output_limit);
-        if self.stdin.write_all(execute.as_bytes()).await.is_err() {
-            return Ending::WorkerExited;
-        }
-        let us = || started.elapsed().as_micros() as u64;
-        tracing::debug!(us = us(), "worker run: execute sent");
-        let mut pending = FuturesUnordered::new();
-        let mut first = true;
-        loop {
-            tokio::select! {
-                line = self.lines.next() => {
-                    if std::mem::take(&mut first) {
-                        tracing::debug!(us = us(), "worker run: first message");
-                    }
-                    let line = match line {
-                        None => return Ending::WorkerExited,
-                        Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                            return Ending::Failed(format!(
-                                "protocol violation: worker sent a message over {} bytes",
-                                proto::MAX_WORKER_LINE
-                            ));
-                        }
-                        Some(Err(LinesCodecError::Io(_))) => return Ending::WorkerExited,
-                        Some(Ok(line)) => line,
-                    };
-                    match proto::parse_worker_line(&line) {
-                        Ok(WorkerMessage::Output { stream, text }) => output.push(stream, &text),
-                        Ok(WorkerMessage::Call { id, request }) => {
-                            let fut = calls.clone().handle(request);
-                            pending.push(async move { (id, fut.await) });
-                        }
-                        Ok(WorkerMessage::Done { ok: true, value, .. }) => {
-                            return Ending::Done(value);
-                        }
-                        Ok(WorkerMessage::Done { ok: false, error, .. }) => {
-                            return Ending::UserError(describe_user_error(error));
-                        }
-                        Ok(WorkerMessage::Ready) => {
-                            return Ending::Failed("protocol violation: second `ready`".into());
-                        }
-                        Err(e) => return Ending::Failed(format!("protocol violation: {e}")),
-                    }
-                }
-                Some((id, result)) = pending.next(), if !pending.is_empty() => {
-                    let reply = proto::reply_line(id, &result);
-                    if self.stdin.write_all(reply.as_bytes()).await.is_err() {
-                        return Ending::WorkerExited;
-                    }
+        let (replies, mut queued) = tokio::sync::mpsc::channel::<String>(REPLY_QUEUE);
+        let stdin = &mut self.stdin;
+        let writer = async move {
+            if stdin.write_all(execute.as_bytes()).await.is_err() {
+                return Ending::WorkerExited;
+            }
+            tracing::debug!(
+                us = started.elapsed().as_micros() as u64,
+                "worker run: execute sent"
+            );
+            while let Some(reply) = queued.recv().await {
+                if stdin.write_all(reply.as_bytes()).await.is_err() {
+                    return Ending::WorkerExited;
                 }
             }
+            std::future::pending().await
+        };
+        let reader = read_lines(&mut self.lines, output, calls, replies, started);
+        tokio::select! {
+            ending = writer => ending,
+            ending = reader => ending,
         }
     }
 
@@ -365,6 +351,62 @@ impl Worker {
             _ => String::new(),
         };
         diagnose_exit(status, &stderr, self.heap_limit_mb)
+    }
+}
+
+/// The reading half of [`Worker::drive`]: every line the worker sends, until it is done.
+/// Finished host calls are handed to the writer only while its queue has room; meanwhile
+/// reading goes on, so the worker's own writes always drain.
+async fn read_lines(
+    lines: &mut FramedRead<ChildStdout, LinesCodec>,
+    output: &mut OutputBuffer,
+    calls: Arc<dyn HostCalls>,
+    replies: tokio::sync::mpsc::Sender<String>,
+    started: Instant,
+) -> Ending {
+    let us = || started.elapsed().as_micros() as u64;
+    let mut pending = FuturesUnordered::new();
+    let mut first = true;
+    loop {
+        tokio::select! {
+            line = lines.next() => {
+                if std::mem::take(&mut first) {
+                    tracing::debug!(us = us(), "worker run: first message");
+                }
+                let line = match line {
+                    None => return Ending::WorkerExited,
+                    Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                        return Ending::Failed(format!(
+                            "protocol violation: worker sent a message over {} bytes",
+                            proto::MAX_WORKER_LINE
+                        ));
+                    }
+                    Some(Err(LinesCodecError::Io(_))) => return Ending::WorkerExited,
+                    Some(Ok(line)) => line,
+                };
+                match proto::parse_worker_line(&line) {
+                    Ok(WorkerMessage::Output { stream, text }) => output.push(stream, &text),
+                    Ok(WorkerMessage::Call { id, request }) => {
+                        let fut = calls.clone().handle(request);
+                        pending.push(async move { (id, fut.await) });
+                    }
+                    Ok(WorkerMessage::Done { ok: true, value, .. }) => return Ending::Done(value),
+                    Ok(WorkerMessage::Done { ok: false, error, .. }) => {
+                        return Ending::UserError(describe_user_error(error));
+                    }
+                    Ok(WorkerMessage::Ready) => {
+                        return Ending::Failed("protocol violation: second `ready`".into());
+                    }
+                    Err(e) => return Ending::Failed(format!("protocol violation: {e}")),
+                }
+            }
+            // Only this loop sends, so room seen here is still there for `try_send`.
+            Some((id, result)) = pending.next(), if !pending.is_empty() && replies.capacity() > 0 => {
+                if replies.try_send(proto::reply_line(id, &result)).is_err() {
+                    return Ending::WorkerExited;
+                }
+            }
+        }
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! Applied in the child, after the standard library has wired the protocol pipes to fds 0-2 and
 //! changed into the worker's empty working directory, before `exec` of the runtime, in order:
-//! parent-death signal, resource limits, every capability dropped, `no_new_privs`, the seccomp
-//! filters, and closing every other descriptor. The environment is cleared and the process group
+//! parent-death signal, resource limits, every capability dropped, `no_new_privs`, the Landlock
+//! ruleset (built by `fs_rules` in the parent), the seccomp filters, and closing every other
+//! descriptor. The environment is cleared and the process group
 //! is set on the `Command` (`env_clear`, `process_group(0)`). The seccomp programs are compiled
 //! in the parent, before fork; the child only installs them.
 
@@ -13,6 +14,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, OnceLock};
 
+use landlock::RulesetCreated;
+
+use super::fs_rules::FsGrants;
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -29,8 +33,10 @@ pub struct JailPolicy {
     /// RLIMIT_DATA in bytes: caps the writable memory a worker can map (V8 heap, ArrayBuffers,
     /// WebAssembly memory), so a memory bomb fails inside the worker instead of on the host.
     pub max_data_bytes: u64,
-    /// RLIMIT_FSIZE in bytes: the largest file the worker may write. Workers can only write
-    /// Deno's private cache (and, once, the Pyodide snapshot), so this is a backstop.
+    /// RLIMIT_FSIZE in bytes: the largest file the worker may write. Workers can only rewrite
+    /// the few cache files of their private `DENO_DIR` (see `seed::WRITABLE_CACHE_FILES`),
+    /// so this also bounds what one execution writes to disk in all; a write past it kills
+    /// the worker (SIGXFSZ). The trusted snapshot run gets more (`launch`).
     pub max_file_bytes: u64,
 }
 
@@ -40,13 +46,15 @@ impl Default for JailPolicy {
             max_open_files: 256,
             max_cpu_seconds: 600,
             max_data_bytes: 1536 * 1024 * 1024,
-            max_file_bytes: 256 * 1024 * 1024,
+            max_file_bytes: 8 * 1024 * 1024,
         }
     }
 }
 
-/// Configures `cmd` so that the child enters the jail before `exec`.
-pub fn confine(cmd: &mut Command, policy: JailPolicy) {
+/// Configures `cmd` so that the child enters the jail before `exec`, reaching only what
+/// `filesystem` grants. Fails when the Landlock ruleset cannot be built.
+pub fn confine(cmd: &mut Command, policy: JailPolicy, filesystem: &FsGrants) -> io::Result<()> {
+    let filesystem = filesystem.ruleset()?;
     cmd.env_clear();
     cmd.process_group(0);
     cmd.kill_on_drop(true);
@@ -58,12 +66,18 @@ pub fn confine(cmd: &mut Command, policy: JailPolicy) {
     // in. The one library call that may allocate, `caps::clear`, is safe here because the
     // child comes from glibc's fork(), which re-initialises malloc's locks in the child.
     unsafe {
-        cmd.pre_exec(move || enter(parent, policy, &filters));
+        cmd.pre_exec(move || enter(parent, policy, &filesystem, &filters));
     }
+    Ok(())
 }
 
 /// Runs in the forked child.
-fn enter(parent: libc::pid_t, policy: JailPolicy, filters: &Filters) -> io::Result<()> {
+fn enter(
+    parent: libc::pid_t,
+    policy: JailPolicy,
+    filesystem: &RulesetCreated,
+    filters: &Filters,
+) -> io::Result<()> {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory of ours.
     check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) })?;
     // The parent may have died between fork and prctl; then nobody would ever kill us.
@@ -82,6 +96,11 @@ fn enter(parent: libc::pid_t, policy: JailPolicy, filters: &Filters) -> io::Resu
     // an unprivileged process may install a seccomp filter.
     // SAFETY: prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) touches no memory.
     check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+    // The ruleset is shared with the parent's copy of the closure: apply a duplicate of it.
+    filesystem
+        .try_clone()?
+        .restrict_self()
+        .map_err(io::Error::other)?;
     for program in filters.iter() {
         seccompiler::apply_filter(program).map_err(|e| io::Error::other(e.to_string()))?;
     }
@@ -183,6 +202,19 @@ const DENIED: &[(i64, &str)] = &[
     ),
     (libc::SYS_lookup_dcookie, "kernel debugging interface"),
     (libc::SYS_vhangup, "hang up terminals"),
+    (
+        libc::SYS_pidfd_getfd,
+        "copy a descriptor out of another process",
+    ),
+    (libc::SYS_process_madvise, "act on another process's memory"),
+    (
+        libc::SYS_process_mrelease,
+        "act on another process's memory",
+    ),
+    (
+        libc::SYS_kcmp,
+        "compare other processes' kernel objects (an address oracle)",
+    ),
 ];
 
 /// Namespace flags a `clone` must not carry (creating namespaces defeats the jail).
@@ -240,6 +272,22 @@ fn compile_filters() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
         arch,
     )?;
     Ok(vec![deny.try_into()?, clone3.try_into()?])
+}
+
+/// The kernel's Landlock ABI version, or 0 when it has none (not built in, or disabled).
+pub(crate) fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns the ABI version; it reads
+    // no memory and creates no descriptor.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(abi).unwrap_or(0).max(0)
 }
 
 fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {

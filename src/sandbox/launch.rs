@@ -1,18 +1,24 @@
 //! How a Deno process of the sandbox is started: [`WorkerConfig`] (the runtimes, the limits,
 //! what workers start from) and `WorkerConfig::deno_command`, the one place a Deno command
 //! line is written, for a worker and for the trusted run that makes the Pyodide snapshot alike:
-//! the jail, the environment (`DENO_DIR` only), the working directory, the flags, the
-//! permissions, the runner and its arguments. Spawning and driving the process is `host`'s.
+//! the jail and the filesystem it may reach (`fs_rules`), the environment (`DENO_DIR` only), the
+//! working directory, the flags, the permissions, the runner and its arguments. Spawning and
+//! driving the process is `host`'s.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use base64::Engine as _;
 
+use super::fs_rules::{self, FsGrants};
 use super::jail::{self, JailPolicy};
 use super::proto::Language;
 use super::runner;
-use super::seed::PreparedSlot;
+use super::seed::{self, PreparedSlot};
+
+/// The largest file the trusted snapshot run may write (the Pyodide memory snapshot is about
+/// 30 MiB); workers get [`JailPolicy::max_file_bytes`].
+const SNAPSHOT_FILE_BYTES: u64 = 512 * 1024 * 1024;
 
 /// Flags of every Deno process the sandbox starts: no prompt, no configuration file, lock file,
 /// remote module or npm package is ever consulted, and Deno's own messages stay quiet.
@@ -40,6 +46,9 @@ pub struct WorkerConfig {
     pub jail: JailPolicy,
     /// Typed wrapper modules sandboxed code may import (see [`super::stage`]).
     pub wrappers_dir: Option<PathBuf>,
+    /// Refuse to start any Deno process when the kernel has no Landlock (fail closed) instead
+    /// of running with the other layers only (warned about at start-up).
+    pub require_landlock: bool,
 }
 
 /// What a Deno process is started for.
@@ -62,15 +71,25 @@ pub(crate) enum Purpose<'a> {
 
 impl WorkerConfig {
     /// The jailed Deno command for `purpose`, with `deno_dir` as its private cache and `cwd` as
-    /// its working directory. Its standard streams are left for the caller to set.
+    /// its working directory. Its standard streams are left for the caller to set. Fails when
+    /// the filesystem rules cannot be built, or Landlock is required and missing.
     pub(crate) fn deno_command(
         &self,
         purpose: Purpose<'_>,
         deno_dir: &Path,
         cwd: &Path,
-    ) -> tokio::process::Command {
+    ) -> std::io::Result<tokio::process::Command> {
+        if self.require_landlock && !fs_rules::support().available() {
+            return Err(std::io::Error::other(
+                "Landlock is required (require_landlock) but this kernel has none",
+            ));
+        }
+        let mut policy = self.jail;
+        if let Purpose::Snapshot { .. } = purpose {
+            policy.max_file_bytes = policy.max_file_bytes.max(SNAPSHOT_FILE_BYTES);
+        }
         let mut cmd = tokio::process::Command::new(&self.deno);
-        jail::confine(&mut cmd, self.jail);
+        jail::confine(&mut cmd, policy, &self.grants(purpose, deno_dir, cwd))?;
         // The only variable a Deno process sees; user code cannot read it (no --allow-env).
         cmd.env("DENO_DIR", deno_dir).current_dir(cwd);
         cmd.args(BASE_FLAGS);
@@ -105,7 +124,41 @@ impl WorkerConfig {
                     .arg(out);
             }
         }
-        cmd
+        Ok(cmd)
+    }
+
+    /// What the kernel lets the process for `purpose` reach: a worker reads its own
+    /// directories (and for Python, Pyodide and the snapshot) and may only rewrite the cache
+    /// files `seed` put there, never create one; the trusted snapshot run may write its cache
+    /// and the directory of its output.
+    pub(crate) fn grants(&self, purpose: Purpose<'_>, deno_dir: &Path, cwd: &Path) -> FsGrants {
+        let mut grants = FsGrants {
+            executables: vec![self.deno.clone()],
+            reads: vec![cwd.to_path_buf(), deno_dir.to_path_buf()],
+            ..FsGrants::default()
+        };
+        match purpose {
+            Purpose::Worker {
+                language, snapshot, ..
+            } => {
+                if language == Language::Python {
+                    grants.reads.push(self.pyodide_dir.clone());
+                    grants.reads.extend(snapshot.map(Path::to_path_buf));
+                }
+                grants.writable_files = seed::WRITABLE_CACHE_FILES
+                    .iter()
+                    .map(|name| deno_dir.join(name))
+                    .collect();
+            }
+            Purpose::Snapshot { out } => {
+                grants.reads.push(self.pyodide_dir.clone());
+                grants.writable_trees.push(deno_dir.to_path_buf());
+                grants
+                    .writable_trees
+                    .extend(out.parent().map(Path::to_path_buf));
+            }
+        }
+        grants
     }
 
     /// A worker's flags after the common ones: its V8 settings and its only permissions.
@@ -189,6 +242,7 @@ mod tests {
             heap_limit_mb: 64,
             jail: JailPolicy::default(),
             wrappers_dir: None,
+            require_landlock: false,
         }
     }
 
@@ -207,7 +261,9 @@ mod tests {
             snapshot: None,
             wrappers: None,
         };
-        let cmd = config().deno_command(worker, Path::new("/w/cache"), Path::new("/w/cwd"));
+        let cmd = config()
+            .deno_command(worker, Path::new("/w/cache"), Path::new("/w/cwd"))
+            .unwrap();
         let args = args(&cmd);
         assert_eq!(&args[..7], BASE_FLAGS);
         assert!(args.iter().all(|a| !a.starts_with("--allow")), "{args:?}");
@@ -225,7 +281,11 @@ mod tests {
             snapshot: Some(Path::new("/c/py.snapshot")),
             wrappers: Some(Path::new("/w/cwd/wrappers")),
         };
-        let args = args(&config().deno_command(worker, Path::new("/w/c"), Path::new("/w/cwd")));
+        let args = args(
+            &config()
+                .deno_command(worker, Path::new("/w/c"), Path::new("/w/cwd"))
+                .unwrap(),
+        );
         let allow: Vec<&String> = args.iter().filter(|a| a.starts_with("--allow")).collect();
         assert_eq!(
             allow,
@@ -243,7 +303,11 @@ mod tests {
         let snapshot = Purpose::Snapshot {
             out: Path::new("/c/.s/snapshot"),
         };
-        let args = args(&config().deno_command(snapshot, Path::new("/c/d"), Path::new("/c/w")));
+        let args = args(
+            &config()
+                .deno_command(snapshot, Path::new("/c/d"), Path::new("/c/w"))
+                .unwrap(),
+        );
         let allow: Vec<&String> = args.iter().filter(|a| a.starts_with("--allow")).collect();
         assert_eq!(
             allow,

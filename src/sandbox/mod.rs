@@ -9,11 +9,14 @@
 //! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `seed`: what every
 //!   worker starts from (the verified snapshot and its Deno cache seed).
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
+//! - `fs_rules`: the part of the filesystem a Deno process may reach, enforced by the kernel
+//!   (Landlock).
 //! - `jail`: the confinement applied between fork and exec, and every syscall the sandbox makes
 //!   (the only home of `unsafe` besides the posture probes).
 //! - `runner`: the JavaScript that runs inside the worker: the numbered plain scripts of
 //!   `runner/`, joined in order into one source.
 
+pub mod fs_rules;
 pub mod host;
 #[allow(unsafe_code)]
 pub mod jail;

@@ -95,6 +95,9 @@ impl Ending {
     }
 }
 
+/// How a diagnosis of a worker killed for writing too much starts.
+const DISK_LIMIT: &str = "disk limit";
+
 /// How an out-of-memory diagnosis starts.
 const OUT_OF_MEMORY: &str = "out of memory";
 
@@ -131,6 +134,13 @@ pub(crate) fn diagnose_exit(
     if lower.contains("out of memory") || lower.contains("allocation failed") {
         return format!(
             "{OUT_OF_MEMORY}: the execution exceeded the worker's memory limit (V8 heap {heap_mb} MiB) and was killed"
+        );
+    }
+    if status.and_then(|s| s.signal()) == Some(libc::SIGXFSZ) {
+        return format!(
+            "{DISK_LIMIT}: the execution made the worker write a file over its {} MiB limit \
+             (dynamic imports fill the worker's module cache) and was killed",
+            super::jail::JailPolicy::default().max_file_bytes / (1024 * 1024)
         );
     }
     let how = match status {

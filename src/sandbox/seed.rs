@@ -42,6 +42,33 @@ impl PreparedSlot {
     }
 }
 
+/// The files of a worker's `DENO_DIR` the worker may write (Deno's SQLite caches, their
+/// write-ahead logs, shared-memory indexes and rollback journals). They exist before it starts
+/// ([`create_writable_files`]); it can create no other file, and each is capped by the jail's
+/// file-size limit, so what one execution can write to disk is bounded by their number times
+/// that limit.
+pub(crate) const WRITABLE_CACHE_FILES: [&str; 8] = [
+    "dep_analysis_cache_v2",
+    "dep_analysis_cache_v2-wal",
+    "dep_analysis_cache_v2-shm",
+    "dep_analysis_cache_v2-journal",
+    "node_analysis_cache_v2",
+    "node_analysis_cache_v2-wal",
+    "node_analysis_cache_v2-shm",
+    "node_analysis_cache_v2-journal",
+];
+
+/// Creates, empty, each of [`WRITABLE_CACHE_FILES`] the seed did not provide.
+pub(crate) fn create_writable_files(deno_dir: &Path) -> io::Result<()> {
+    for name in WRITABLE_CACHE_FILES {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(deno_dir.join(name))?;
+    }
+    Ok(())
+}
+
 /// The list of files and their sums, inside a saved seed directory.
 const SUMS: &str = "SHA256SUMS";
 

@@ -90,7 +90,9 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared,
     for dir in [&workdir, &deno_dir] {
         std::fs::create_dir(dir).map_err(io(dir))?;
     }
-    let mut cmd = config.deno_command(Purpose::Snapshot { out: &out }, &deno_dir, &workdir);
+    let mut cmd = config
+        .deno_command(Purpose::Snapshot { out: &out }, &deno_dir, &workdir)
+        .map_err(|e| SnapshotError::Make(format!("cannot prepare deno: {e}")))?;
     cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());

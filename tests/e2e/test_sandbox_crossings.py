@@ -1,0 +1,171 @@
+"""Crossings of the sandbox found by hostile testing, each tried through the real client and
+refused: WebGPU's native graphics stack (outside Deno's permission checks), one execution
+filling the disk through the module cache, and a burst of large concurrent tool calls that used
+to deadlock the host<->worker pipes. The kernel layer under them (Landlock) is tested directly in
+tests/jail.rs; here `health` must say it is in force.
+
+Over stdio, one server for the module. Every hostile case is followed by a normal execution.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+from pathlib import Path
+
+from harness import assert_alive, assert_alive_py, ok, ok_py, run_ts, store
+
+
+def _tree(path: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `path` with its size and modification time."""
+    found: dict[str, tuple[int, int]] = {}
+    if path.is_dir():
+        for root, _dirs, files in os.walk(path):
+            for name in files:
+                full = Path(root) / name
+                try:
+                    st = full.stat()
+                except OSError:
+                    continue
+                found[str(full)] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+def _real_home_cache() -> Path:
+    # Workers run with an empty environment: a graphics library looks the home directory up in
+    # the password database, i.e. the real home of the server's user, not the test's HOME.
+    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache"
+
+
+def test_health_reports_landlock_in_force(stdio_client) -> None:
+    health = stdio_client.call("health", {}).structured_content
+    landlock = health["runtime"]["landlock"]
+    assert landlock.startswith("ABI "), landlock
+    assert int(landlock.split()[1].rstrip(":")) >= 1, landlock
+
+
+def test_webgpu_gives_typescript_no_adapter_and_writes_nothing(stdio_client) -> None:
+    before = _tree(_real_home_cache())
+    ex = ok(
+        stdio_client,
+        """
+        const gpu = navigator.gpu;
+        let adapter = null, failure = null;
+        try { adapter = gpu ? await gpu.requestAdapter() : null; } catch (e) { failure = String(e); }
+        if (adapter) {
+          // Had it got one, this is what wrote the shader cache and leaked through its timing.
+          const device = await adapter.requestDevice();
+          const module = device.createShaderModule({ code: "@compute @workgroup_size(1) fn main() {}" });
+          await device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" } });
+        }
+        const report = { adapter: adapter !== null, failure };
+        report
+        """,
+    )
+    assert ex.result["adapter"] is False, ex.result
+    assert _tree(_real_home_cache()) == before, "the graphics stack wrote into the real home"
+    assert_alive(stdio_client)
+
+
+def test_webgpu_from_a_web_worker_gets_no_adapter_either(stdio_client) -> None:
+    # A Web Worker starts with a fresh global scope: hiding `navigator.gpu` in the runner would
+    # not hold there; the kernel layer does.
+    ex = ok(
+        stdio_client,
+        """
+        const src = "const a = navigator.gpu ? await navigator.gpu.requestAdapter() : null; postMessage(a !== null);";
+        const w = new Worker("data:text/javascript," + encodeURIComponent(src), { type: "module" });
+        const got = await new Promise((resolve) => { w.onmessage = (e) => resolve(e.data); w.onerror = (e) => { e.preventDefault(); resolve("error: " + e.message); }; });
+        w.terminate();
+        got
+        """,
+    )
+    assert ex.result is not True, ex.result
+
+
+def test_webgpu_from_python_gets_no_adapter(stdio_client) -> None:
+    ex = ok_py(
+        stdio_client,
+        """
+import js
+gpu = getattr(js.navigator, "gpu", None)
+adapter = (await gpu.requestAdapter()) if gpu is not None else None
+adapter is None or str(adapter) == "jsnull"
+""",
+    )
+    assert ex.result is True, ex.result
+    assert_alive_py(stdio_client)
+
+
+def test_dynamic_imports_cannot_fill_the_disk(stdio_client) -> None:
+    # 40 imports of 3 MiB TypeScript modules: Deno caches what it analyses in the worker's
+    # private DENO_DIR. Before the limit this grew to 417 MiB in one execution.
+    ex = run_ts(
+        stdio_client,
+        """
+        const big = "export const x = " + JSON.stringify("a".repeat(3 << 20)) + ";";
+        let imported = 0;
+        for (let i = 0; i < 40; i++) {
+          await import("data:application/typescript;base64," + btoa(big + "// " + i));
+          imported++;
+        }
+        imported
+        """,
+        timeout_ms=120_000,
+    )
+    assert not ex.success, ex.result
+    assert "disk limit" in ex.error, ex.error
+    assert_alive(stdio_client)
+
+
+def test_dynamic_import_works_without_a_writable_module_cache(stdio_client) -> None:
+    # Deno would write emitted modules under DENO_DIR/gen; the worker may only rewrite the
+    # cache databases it was given. Benign imports must not notice.
+    ex = ok(
+        stdio_client,
+        """
+        const m = await import("data:application/typescript;base64," + btoa("export const y: number = 41 + 1;"));
+        m.y
+        """,
+    )
+    assert ex.result == 42
+
+
+def test_forty_concurrent_16kb_tool_calls_all_get_their_own_answer(stdio_client) -> None:
+    # Each call names a 16 KB tool the execution may not call: the host refuses it at once, and
+    # the refusal repeats the name, so 16 KB goes each way with no wait in between. With both
+    # pipes full, the host (writing answers) and the worker (writing calls) used to wait on
+    # each other until the deadline.
+    ex = ok(
+        stdio_client,
+        """
+        const names = Array.from({ length: 40 }, (_, i) => "t" + i + "_" + "y".repeat(16 * 1024));
+        const answers = await Promise.all(names.map((name) =>
+          callMCPTool("Test-Store", name, {}).then(() => "called", (e) => String(e.message ?? e))));
+        const own = answers.filter((text, i) => text.includes("t" + i + "_yyyy")).length;
+        own
+        """,
+        allowed=[],
+        timeout_ms=30_000,
+    )
+    assert ex.result == 40, ex.describe()
+
+
+def test_large_concurrent_calls_to_a_real_server_each_get_their_own_answer(stdio_client) -> None:
+    # The same burst through a real downstream server: 40 calls of 16 KB whose errors repeat
+    # the 16 KB id, three times over.
+    tool = store("get_product")
+    for _ in range(3):
+        ex = ok(
+            stdio_client,
+            """
+            const ids = Array.from({ length: 40 }, (_, i) => "Z" + i + "_" + "q".repeat(16000));
+            const got = await Promise.all(ids.map((id) =>
+              callMCPTool("Test-Store", "get_product", { product_id: id }).then(() => false, (e) => String(e.message ?? e).includes(id))));
+            got.filter(Boolean).length
+            """,
+            allowed=[tool],
+            timeout_ms=60_000,
+        )
+        assert ex.result == 40, ex.describe()
