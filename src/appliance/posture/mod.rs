@@ -66,6 +66,7 @@ pub fn report(exe: &Path, expect: &Expectations) -> Report {
         caps_zero("capabilities (self)", &me),
         no_new_privs("no_new_privs (self)", &me),
         seccomp("seccomp (self)", &me),
+        landlock(),
         pid1_is_tini(),
         reaping(exe),
         root_read_only(),
@@ -155,6 +156,17 @@ fn seccomp(name: &'static str, status: &Option<ProcStatus>) -> Check {
         name,
         v == Some(2),
         format!("Seccomp: {} (2 = filter mode)", opt(v)),
+    )
+}
+
+/// Workers can be given their kernel-enforced filesystem view: the kernel has Landlock and the
+/// container's seccomp profile lets the server use it.
+fn landlock() -> Check {
+    let support = crate::sandbox::fs_rules::support();
+    check(
+        "landlock for workers",
+        support.available(),
+        support.describe(),
     )
 }
 
