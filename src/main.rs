@@ -459,14 +459,17 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
     // A project's own servers: who approved each, and what waits for approval (never
     // started).
     for server in &app.discovery.project_servers {
-        let what = format!("server {}", server.name);
         match &server.approved_by {
             Some(by) => report(
                 true,
                 &format!("approval {}", server.name),
                 format!("by {by}"),
             ),
-            None => report(false, &what, server.needs_approval()),
+            None => report(
+                false,
+                &format!("server {}", server.name),
+                server.needs_approval(),
+            ),
         }
     }
     let pool = &app.upstream;

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::brought::ProjectServer;
+use super::brought::{self, ProjectServer};
 use super::discovery::Discovery;
 use super::parse::{self, type_name};
 use super::places::Places;
@@ -206,13 +206,25 @@ impl Approvals {
         }
     }
 
-    /// Reads `path` as JSON with comments; a problem becomes a warning.
-    fn load_json(&mut self, path: &Path) -> Option<Value> {
+    /// Whether a definition of `name` from `kind`, as written, is one of the project's own and
+    /// not approved.
+    pub(crate) fn withholds(&self, kind: SourceKind, name: &str, definition: &Value) -> bool {
+        brought::in_project(kind)
+            && self
+                .check(kind, name, &brought::fingerprint(definition))
+                .is_none()
+    }
+
+    /// Reads `path` as JSON with comments. A problem approves nothing; it becomes a warning
+    /// when `warn` (discovery already warns about the files it reads itself).
+    fn load_json(&mut self, path: &Path, warn: bool) -> Option<Value> {
         match parse::read_config(path, Format::Jsonc) {
             Ok(parsed) => parsed.map(|p| p.root),
             Err(e) => {
-                self.warnings
-                    .push(format!("{e}; no approval in it is used"));
+                if warn {
+                    self.warnings
+                        .push(format!("{e}; no approval in it is used"));
+                }
                 None
             }
         }
@@ -221,7 +233,7 @@ impl Approvals {
     fn claude(&mut self, places: &Places) {
         let claude_json = places.home.join(".claude.json");
         let mut trusted = false;
-        if let Some(root) = self.load_json(&claude_json) {
+        if let Some(root) = self.load_json(&claude_json, false) {
             let at = [Seg::Key("projects"), Seg::ThisProject];
             let keys = places.key_path(&at, Some(&root));
             if let Ok(Some(entry)) = read::walk(&root, &at, &keys) {
@@ -231,13 +243,13 @@ impl Approvals {
             }
         }
         let user = places.home.join(".claude/settings.json");
-        if let Some(root) = self.load_json(&user) {
+        if let Some(root) = self.load_json(&user, false) {
             self.claude_settings(&root, &user.display().to_string());
         }
         if trusted {
             for rel in [".claude/settings.json", ".claude/settings.local.json"] {
                 let path = places.project.join(rel);
-                if let Some(root) = self.load_json(&path) {
+                if let Some(root) = self.load_json(&path, false) {
                     self.claude_settings(&root, &path.display().to_string());
                 }
             }
@@ -271,15 +283,11 @@ impl Approvals {
 
     fn codex(&mut self, places: &Places) {
         let path = places.home.join(".codex/config.toml");
-        let root = match parse::read_config(&path, Format::Toml) {
-            Ok(Some(parsed)) => parsed.root,
-            Ok(None) => return,
-            Err(e) => {
-                self.warnings
-                    .push(format!("{e}; no approval in it is used"));
-                return;
-            }
+        // Discovery reads (and warns about) this file too.
+        let Ok(Some(parsed)) = parse::read_config(&path, Format::Toml) else {
+            return;
         };
+        let root = parsed.root;
         let Some(projects) = root.get("projects").and_then(Value::as_object) else {
             return;
         };
@@ -298,7 +306,7 @@ impl Approvals {
     /// Gemini CLI's rule: of the rules whose folder holds the project (`TRUST_PARENT`: the
     /// folder above the one named), the one with the longest path decides.
     fn gemini(&mut self, path: &Path, project: &Path) {
-        let Some(root) = self.load_json(path) else {
+        let Some(root) = self.load_json(path, true) else {
             return;
         };
         let Some(rules) = root.as_object() else {

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::clients::{Client, Places, Scope};
 use super::{Options, Plan, SetupError, Survey, Written};
 use crate::clients::approval::{self, Approvals};
-use crate::clients::brought::{self, shell_word};
+use crate::clients::brought::shell_word;
 use crate::config::settings::Settings;
 
 /// The command-line arguments of `setup`.
@@ -172,11 +172,7 @@ fn print_survey(found: &[Survey], approvals: &Approvals) {
                             || s.listed_off.off(e.file.kind, &e.name).is_some()
                         {
                             format!("{} (off)", e.name)
-                        } else if brought::in_project(e.file.kind)
-                            && approvals
-                                .check(e.file.kind, &e.name, &brought::fingerprint(&e.definition))
-                                .is_none()
-                        {
+                        } else if approvals.withholds(e.file.kind, &e.name, &e.definition) {
                             format!("{} (needs approval)", e.name)
                         } else {
                             e.name.clone()

@@ -52,7 +52,6 @@ use clients::{Client, Entry, Layout, Lists, Places, ReadError, Scope, ServerFile
 use edit::{EditError, JsonDoc, TomlDoc};
 
 use crate::clients::approval::Approvals;
-use crate::clients::brought;
 use crate::clients::parse;
 use crate::clients::table::{Format, LISTS, ListSwitch, Meaning, Reach, Seg, SwitchOff};
 
@@ -366,13 +365,9 @@ fn disable_others(
             if entry.self_hit.is_some() || off {
                 continue;
             }
-            let kind = entry.file.kind;
-            let fingerprint = brought::fingerprint(&entry.definition);
-            if brought::in_project(kind)
-                && options
-                    .approvals
-                    .check(kind, &entry.name, &fingerprint)
-                    .is_none()
+            if options
+                .approvals
+                .withholds(entry.file.kind, &entry.name, &entry.definition)
             {
                 unapproved.push(entry.name.clone());
             } else {
