@@ -76,6 +76,7 @@ impl App {
                 invalid.error
             );
         }
+        crate::catalog::directory::set_needs_approval(needs_approval(&discovery));
         let upstream = Arc::new(upstream_pool(&settings, &discovery));
         let worker = WorkerConfig {
             deno: runtimes.deno.clone(),
@@ -192,6 +193,21 @@ pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> Upstr
             call: settings.tool_call_timeout,
         },
     )
+}
+
+/// The servers of the project's own files that wait for approval, as the server list shows
+/// them (they are never in the pool).
+pub(crate) fn needs_approval(
+    discovery: &Discovery,
+) -> Vec<crate::catalog::directory::NeedsApproval> {
+    discovery
+        .needs_approval()
+        .map(|p| crate::catalog::directory::NeedsApproval {
+            name: p.name.clone(),
+            transport: p.transport,
+            message: p.needs_approval(),
+        })
+        .collect()
 }
 
 /// Reads the client configs for this user and project, then this server's own servers file

@@ -24,6 +24,7 @@ use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
 use code_executor::setup::cli::SetupArgs;
+use code_executor::setup::trust::TrustArgs;
 use code_executor::wrappers::cli::WrappersArgs;
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
@@ -80,6 +81,9 @@ enum Command {
     /// Register code-executor with your MCP clients (Claude Code, Cursor, VS Code, Claude
     /// Desktop, Codex, Gemini CLI), backing up every file it changes.
     Setup(SetupArgs),
+    /// Approve servers this project's own files define (.mcp.json, .cursor/mcp.json,
+    /// .vscode/mcp.json, .codex/config.toml, .gemini/settings.json): none starts before.
+    Trust(TrustArgs),
     /// Generate typed wrapper modules (TypeScript, Python) from the downstream servers' live
     /// tool schemas, for `import * as git from "wrappers/git.ts"` in the sandbox.
     Wrappers(WrappersArgs),
@@ -197,6 +201,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Doctor => doctor(settings).await,
         Command::Wrappers(args) => wrappers(settings, args).await,
         Command::Setup(args) => setup(settings, args).await,
+        Command::Trust(args) => trust(settings, args),
         Command::FetchRuntimes { mirror } => fetch_runtimes(settings, mirror).await,
     }
 }
@@ -353,12 +358,12 @@ async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
         println!("No MCP servers configured.");
     } else {
         println!(
-            "{:<24} {:<9} {:<10} {:>5}  ERROR",
+            "{:<24} {:<9} {:<14} {:>5}  ERROR",
             "NAME", "TRANSPORT", "STATE", "TOOLS"
         );
         for s in &statuses {
             println!(
-                "{:<24} {:<9} {:<10} {:>5}  {}",
+                "{:<24} {:<9} {:<14} {:>5}  {}",
                 s.name,
                 s.transport,
                 s.state,
@@ -451,6 +456,22 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
     for warning in &app.discovery.warnings {
         report(false, "config", warning.clone());
     }
+    // A project's own servers: who approved each, and what waits for approval (never
+    // started).
+    for server in &app.discovery.project_servers {
+        match &server.approved_by {
+            Some(by) => report(
+                true,
+                &format!("approval {}", server.name),
+                format!("by {by}"),
+            ),
+            None => report(
+                false,
+                &format!("server {}", server.name),
+                server.needs_approval(),
+            ),
+        }
+    }
     let pool = &app.upstream;
     for (name, tools) in pool.all_tools().await {
         match tools {
@@ -503,6 +524,11 @@ async fn wrappers(settings: Settings, args: WrappersArgs) -> Result<ExitCode> {
 
 async fn setup(settings: Settings, args: SetupArgs) -> Result<ExitCode> {
     code_executor::setup::cli::run(args, &settings).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn trust(settings: Settings, args: TrustArgs) -> Result<ExitCode> {
+    code_executor::setup::trust::run(args, &settings)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,5 +1,7 @@
 //! What the LLM and sandboxed code can learn about downstream tools: search, one tool's schema,
 //! and the server list, answered over the live upstream pool (connecting servers as needed).
+//! The server list also names the servers a project brings that wait for the user's approval
+//! ([`set_needs_approval`]): they are not in the pool, so nothing here can start them.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -252,9 +254,44 @@ pub(crate) async fn tool_schema(
     })
 }
 
-/// Every configured server and its state (connects nothing).
+/// A server the project's own files define that the user has not approved: listed, never
+/// started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeedsApproval {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: &'static str,
+    /// How to approve it (`needs approval: run `code-executor trust NAME` in <project>`).
+    pub message: String,
+}
+
+/// The state `servers` gives a server that needs approval.
+pub const NEEDS_APPROVAL: &str = "needs approval";
+
+static AWAITING_APPROVAL: std::sync::RwLock<Vec<NeedsApproval>> =
+    std::sync::RwLock::new(Vec::new());
+
+/// Sets the servers [`servers`] lists as needing approval (the assembly does, once per
+/// discovery).
+pub fn set_needs_approval(servers: Vec<NeedsApproval>) {
+    *AWAITING_APPROVAL.write().unwrap_or_else(|e| e.into_inner()) = servers;
+}
+
+/// Every configured server and its state (connects nothing), with the servers that need
+/// approval.
 pub async fn servers(pool: &UpstreamPool) -> Vec<ServerStatus> {
-    pool.statuses().await
+    let mut all = pool.statuses().await;
+    let awaiting = AWAITING_APPROVAL.read().unwrap_or_else(|e| e.into_inner());
+    all.extend(awaiting.iter().map(|s| ServerStatus {
+        name: s.name.clone(),
+        transport: s.transport,
+        state: NEEDS_APPROVAL,
+        tools: None,
+        protocol: None,
+        error: Some(s.message.clone()),
+    }));
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all
 }
 
 #[cfg(test)]

@@ -57,9 +57,15 @@
 //! `mcp.excluded` (or `excludeMCPServers`) of either Gemini CLI settings file,
 //! or by its name missing from an `mcp.allowed` (or `allowMCPServers`) of
 //! either file (Gemini CLI merges the two files' lists this way).
-//! Claude Code's approval lists (`enabledMcpjsonServers`,
-//! `enableAllProjectMcpServers`) are not consulted: an unapproved `.mcp.json`
-//! server is used.
+//!
+//! # What the project brings
+//!
+//! An enabled, valid winner from a file inside the project (rows 8 to 12: a
+//! cloned repository brings them) is not a usable server yet: it goes to
+//! [`Discovery::pending`] with the fingerprint of its definition, and only
+//! `super::approval::gate` moves it to [`Discovery::servers`] once an approval
+//! covers it (the rules are `super::approval`'s). Whatever forgets the gate
+//! starts none of them.
 //!
 //! # Errors and warnings
 //!
@@ -107,10 +113,12 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
+pub use super::brought::{Pending, ProjectServer};
 pub use super::parse::DiscoveryError;
 pub use super::spec::{ConfigSource, ServerSpec, Transport};
 pub use super::table::SourceKind;
 
+use super::brought;
 use super::entry::transport;
 use super::expand::Vars;
 use super::launch::launches_self;
@@ -179,8 +187,14 @@ pub struct Overridden {
 /// The merged result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Discovery {
-    /// Enabled, valid servers, sorted by name.
+    /// Enabled, valid servers, sorted by name: the only ones anything may start.
     pub servers: Vec<ServerSpec>,
+    /// Enabled, valid servers from the project's own files, waiting for
+    /// `super::approval::gate` (empty once it ran).
+    pub pending: Vec<Pending>,
+    /// Every server from the project's own files that the gate saw, approved or
+    /// not, sorted by name; the approved ones are also in `servers`.
+    pub project_servers: Vec<ProjectServer>,
     /// Disabled servers, sorted by name.
     pub disabled: Vec<DisabledEntry>,
     /// Unusable definitions, sorted by name; the others keep working.
@@ -193,6 +207,15 @@ pub struct Discovery {
     /// Things the user may want to know: skipped files, skipped
     /// self-references, ignored fields.
     pub warnings: Vec<String>,
+}
+
+impl Discovery {
+    /// The servers from the project's own files that need approval (never started).
+    pub fn needs_approval(&self) -> impl Iterator<Item = &ProjectServer> {
+        self.project_servers
+            .iter()
+            .filter(|p| p.approved_by.is_none())
+    }
 }
 
 /// Reads every config file in `DiscoveryInputs` and merges the servers they
@@ -216,14 +239,14 @@ pub(crate) fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryE
     Ok(run.finish(&lists))
 }
 
-/// Reads one MCP config file on its own (`servers` or `mcpServers`), with the same rules as
-/// the explicit file; used for this server's own servers file.
+/// Reads this server's own servers file on its own, with the same rules as the explicit file,
+/// and its servers for this project (`table::OWN_FILE`).
 pub(crate) fn discover_file(
     inputs: &DiscoveryInputs,
     path: &Path,
 ) -> Result<Discovery, DiscoveryError> {
     let mut run = Run::new(inputs);
-    run.row(table::row(SourceKind::Explicit), path, true)?;
+    run.row(&table::OWN_FILE, path, true)?;
     Ok(run.finish(&Lists::default()))
 }
 
@@ -249,6 +272,9 @@ enum State {
 struct Candidate {
     source: ConfigSource,
     state: State,
+    /// For a definition from the project's own files: its fingerprint and what it
+    /// launches.
+    brought: Option<(String, Vec<String>)>,
 }
 
 /// What an entry needs to know besides itself.
@@ -414,10 +440,20 @@ impl<'a> Run<'a> {
             path: raw.file.path.clone(),
         };
         let state = evaluate(&raw, &source, &self.ctx, &mut self.warnings);
+        let brought = brought::in_project(source.kind).then(|| {
+            (
+                brought::fingerprint(&raw.definition),
+                brought::describe(&raw.definition),
+            )
+        });
         self.candidates
             .entry(raw.name)
             .or_default()
-            .push(Candidate { source, state });
+            .push(Candidate {
+                source,
+                state,
+                brought,
+            });
     }
 
     /// Every list of the table, read from its file.
@@ -455,6 +491,7 @@ impl<'a> Run<'a> {
             }
             let listed = lists.off(winner.source.kind, &name);
             let source = winner.source;
+            let brought = winner.brought;
             match (winner.state, listed) {
                 (State::SelfSkip, _) => {}
                 (State::Disabled(reason), _) | (_, Some(reason)) => {
@@ -469,11 +506,21 @@ impl<'a> Run<'a> {
                     source,
                     error,
                 }),
-                (State::Enabled(transport), None) => out.servers.push(ServerSpec {
-                    name,
-                    transport,
-                    source,
-                }),
+                (State::Enabled(transport), None) => {
+                    let spec = ServerSpec {
+                        name,
+                        transport,
+                        source,
+                    };
+                    match brought {
+                        Some((fingerprint, launch)) => out.pending.push(Pending {
+                            spec,
+                            fingerprint,
+                            launch,
+                        }),
+                        None => out.servers.push(spec),
+                    }
+                }
             }
         }
         out

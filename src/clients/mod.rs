@@ -6,7 +6,10 @@
 //! (`expand`), an entry's transport (`entry`) and what a usable server is (`spec`), and the
 //! merge of every file into the
 //! downstream servers this server reaches ([`discovery`], with this server's own
-//! `servers_file` read last). Reads files; `setup` is the only writer of client configs.
+//! `servers_file` read last), and consent for what a project brings (`brought`: which
+//! definitions come with the project and their fingerprints; `approval`: the approvals the user
+//! gave and the gate that keeps every other one from starting). Reads files; `setup` is the
+//! only writer of client configs and of the approvals file.
 //!
 //! | module | owns | must not |
 //! | --- | --- | --- |
@@ -19,7 +22,11 @@
 //! | `spec` | a usable server: name, transport, source | hold any logic |
 //! | `discovery` | the merge: precedence, switches, validity | write, launch |
 //! | `servers_file` | this server's own servers file winning by name | read client configs |
+//! | `brought` | what comes with the project: fingerprint, description, pending servers | read files, decide |
+//! | `approval` | the user's approvals (clients' and `code-executor trust`'s), the gate | write, launch |
 
+pub mod approval;
+pub mod brought;
 pub(crate) mod dialects;
 pub mod discovery;
 pub(crate) mod entry;
@@ -69,14 +76,22 @@ impl DiscoveryInputs {
     }
 }
 
-/// Reads the client configs for this user and the project in `project_dir`, then this server's
-/// own servers file, whose entries win by name (see `servers_file`).
+/// Reads the client configs for this user and the project in `project_dir`, keeps out every
+/// server of the project's own files that the user has not approved (see [`approval`]), then
+/// reads this server's own servers file, whose entries win by name (see `servers_file`).
 pub(crate) fn discover(
     project_dir: &Path,
     servers_file: &Path,
 ) -> Result<Discovery, DiscoveryError> {
     let inputs = DiscoveryInputs::from_process(project_dir);
     let mut found = discovery::discover(&inputs)?;
+    approval::gate(&mut found, &approvals(&inputs));
     servers_file::merge_into(&mut found, &inputs, servers_file)?;
     Ok(found)
+}
+
+/// The approvals that apply to the project of `inputs`, from this process's files.
+pub(crate) fn approvals(inputs: &DiscoveryInputs) -> approval::Approvals {
+    let file = approval::approvals_file(&inputs.env);
+    approval::Approvals::load(&inputs.places(), &inputs.env, &file)
 }

@@ -1,9 +1,12 @@
 //! This server's own servers file (`servers_file` setting, default
 //! `~/.config/code-executor/servers.json`): an MCP config (`{"mcpServers": {...}}`, comments
 //! allowed) read after every client config, so its entries win by name. `setup --disable-others`
-//! copies there the servers it switches off in a client, which is what keeps them reachable.
-//! This module owns merging that file into a [`Discovery`]; it reads no client config and
-//! writes nothing (`setup` writes the file).
+//! copies there the servers it switches off in a client, which is what keeps them reachable:
+//! a user's servers under `mcpServers`, a project's under `projects.<project>.mcpServers`, which
+//! only that project reads (`super::table::OWN_FILE`). The file is the user's own, written by
+//! them or by `setup` (which copies a project's server only once it is approved), so its
+//! entries need no approval. This module owns merging that file into a [`Discovery`]; it reads
+//! no client config and writes nothing (`setup` writes the file).
 
 use std::path::Path;
 
@@ -57,6 +60,11 @@ pub(crate) fn merge(main: &mut Discovery, own: Discovery) {
                     .iter()
                     .filter(|i| i.name == name)
                     .map(|i| i.source.clone()),
+            )
+            .chain(
+                main.needs_approval()
+                    .filter(|p| p.name == name)
+                    .map(|p| p.source.clone()),
             );
         let lost: Vec<_> = lost.collect();
         for source in lost {
@@ -69,6 +77,7 @@ pub(crate) fn merge(main: &mut Discovery, own: Discovery) {
         main.servers.retain(|s| s.name != name);
         main.disabled.retain(|d| d.name != name);
         main.invalid.retain(|i| i.name != name);
+        main.project_servers.retain(|p| p.name != name);
     }
     main.servers.extend(own.servers);
     main.disabled.extend(own.disabled);

@@ -315,6 +315,31 @@ pub(crate) const ROWS: &[Row] = &[
     },
 ];
 
+/// This server's own servers file (`servers_file`), read last and on its own, like
+/// `MCP_CONFIG_PATH` (`servers`, then `mcpServers`), then the servers kept for this project
+/// alone under `projects.<project>.mcpServers` (`setup --disable-others` puts a project's
+/// servers there, so that no other project sees them). Not one of `ROWS`.
+pub(crate) static OWN_FILE: Row = Row {
+    kind: SourceKind::Explicit,
+    client: None,
+    scope: Scope::Project,
+    label: "code-executor servers file",
+    scope_label: "servers file",
+    files: &[],
+    servers: &[
+        &[Seg::Key("servers")],
+        &[Seg::Key("mcpServers")],
+        &[
+            Seg::Key("projects"),
+            Seg::ThisProject,
+            Seg::Key("mcpServers"),
+        ],
+    ],
+    other_key: None,
+    dialect: Dialect::Standard,
+    registers: false,
+};
+
 /// The row of a kind of config file.
 pub(crate) fn row(kind: SourceKind) -> &'static Row {
     ROWS.iter()

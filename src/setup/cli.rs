@@ -3,6 +3,7 @@
 //! edits live in the parent module, the clients' files in [`crate::clients`]; nothing here
 //! reads or writes a config itself.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
@@ -10,6 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::clients::{Client, Places, Scope};
 use super::{Options, Plan, SetupError, Survey, Written};
+use crate::clients::approval::{self, Approvals};
+use crate::clients::brought::shell_word;
 use crate::config::settings::Settings;
 
 /// The command-line arguments of `setup`.
@@ -23,7 +26,8 @@ pub struct SetupArgs {
     #[arg(long, value_enum)]
     pub scope: Option<Scope>,
     /// Also switch the client's other MCP servers off, so that only code-executor loads; it keeps
-    /// reaching them (they are copied into its own servers file).
+    /// reaching them (they are copied into its own servers file, a project's servers for that
+    /// project only; a project's servers that need approval are left alone).
     #[arg(long)]
     pub disable_others: bool,
     /// Print the exact diff of every file and write nothing.
@@ -72,6 +76,8 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
             .to_string_lossy()
             .into_owned(),
     };
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let approvals = Approvals::load(&places, &env, &approval::approvals_file(&env));
     let options = Options {
         clients: args.clients.clone(),
         scope: args.scope,
@@ -80,9 +86,10 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
         args: vec!["serve".into()],
         servers_file: settings.servers_file.clone(),
         places: places.clone(),
+        approvals,
     };
     let found = super::survey(&places);
-    print_survey(&found);
+    print_survey(&found, &options.approvals);
 
     let interactive = std::io::stdin().is_terminal();
     let clients = choose(&options, &found, &args, interactive)?;
@@ -130,7 +137,7 @@ fn labels(clients: &[Client]) -> String {
         .join(", ")
 }
 
-fn print_survey(found: &[Survey]) {
+fn print_survey(found: &[Survey], approvals: &Approvals) {
     println!("MCP clients on this machine:");
     let mut any = false;
     for s in found {
@@ -165,6 +172,8 @@ fn print_survey(found: &[Survey]) {
                             || s.listed_off.off(e.file.kind, &e.name).is_some()
                         {
                             format!("{} (off)", e.name)
+                        } else if approvals.withholds(e.file.kind, &e.name, &e.definition) {
+                            format!("{} (needs approval)", e.name)
                         } else {
                             e.name.clone()
                         }
@@ -243,7 +252,7 @@ async fn index(settings: &Settings) -> Result<(), CliError> {
     let pool = crate::app::upstream_pool(settings, &discovery);
     let names: Vec<String> = pool.server_names().map(str::to_owned).collect();
     println!();
-    if names.is_empty() {
+    if names.is_empty() && discovery.needs_approval().next().is_none() {
         println!("code-executor sees no downstream MCP servers yet.");
         return Ok(());
     }
@@ -271,6 +280,14 @@ async fn index(settings: &Settings) -> Result<(), CliError> {
             Ok(tools) => println!("  {name:<24} {:>6}  ok", tools.len()),
             Err(e) => println!("  {name:<24} {:>6}  {e}", "-"),
         }
+    }
+    for waiting in discovery.needs_approval() {
+        println!(
+            "  {:<24} {:>6}  {}",
+            waiting.name,
+            "-",
+            waiting.needs_approval()
+        );
     }
     pool.shutdown().await;
     Ok(())
@@ -300,6 +317,15 @@ fn print_summary(plan: &Plan, written: &[Written], dry_run: bool) {
                 "  {:<15} switched off in the client: {}",
                 "",
                 o.disabled.join(", ")
+            );
+        }
+        if !o.needs_approval.is_empty() {
+            let names: Vec<String> = o.needs_approval.iter().map(|n| shell_word(n)).collect();
+            println!(
+                "  {:<15} left alone, they need approval first: {} (run `code-executor trust {}`, then setup again)",
+                "",
+                o.needs_approval.join(", "),
+                names.join(" ")
             );
         }
     }

@@ -27,13 +27,23 @@
 //! | Cursor, VS Code, Claude Desktop | `"disabled": true` on the entry |
 //! | Codex | `enabled = false` in `[mcp_servers.<name>]` |
 //! | Gemini CLI | the name in `mcp.excluded` of the settings file registered in |
+//!
+//! A server the client keeps for one project (Claude Code's local scope, and every project
+//! file: `.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`, `.codex/config.toml`,
+//! `.gemini/settings.json`) is copied under `projects.<project>.mcpServers` of that file, which
+//! only that project reads: it never becomes every project's server. A server of the project's
+//! own files that the user has not approved (see [`crate::clients::approval`]) is left as it is,
+//! neither switched off nor copied: copying it would approve it behind the user's back.
+//!
+//! Files are written by [`write`]: through symbolic links, atomically.
 
 pub mod cli;
 pub mod clients;
 pub mod edit;
+pub mod trust;
+pub(crate) mod write;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -41,8 +51,9 @@ use serde_json::{Value, json};
 use clients::{Client, Entry, Layout, Lists, Places, ReadError, Scope, ServerFile};
 use edit::{EditError, JsonDoc, TomlDoc};
 
+use crate::clients::approval::Approvals;
 use crate::clients::parse;
-use crate::clients::table::{Format, LISTS, ListSwitch, Meaning, Reach, SwitchOff};
+use crate::clients::table::{Format, LISTS, ListSwitch, Meaning, Reach, Seg, SwitchOff};
 
 /// The name this server is registered under.
 pub(crate) const SERVER_NAME: &str = crate::clients::SELF_NAMES[0];
@@ -62,6 +73,8 @@ pub(crate) struct Options {
     /// This server's own servers file.
     pub servers_file: PathBuf,
     pub places: Places,
+    /// The approvals that apply to this project's own servers.
+    pub approvals: Approvals,
 }
 
 /// Why setup stopped.
@@ -164,6 +177,8 @@ pub(crate) struct ClientOutcome {
     pub registration: &'static str,
     /// Servers switched off in the client by this run.
     pub disabled: Vec<String>,
+    /// Servers of the project's own files left alone because they need approval.
+    pub needs_approval: Vec<String>,
 }
 
 /// Every change, computed before anything is written.
@@ -268,7 +283,7 @@ impl Workspace {
 const NEW_JSON: &str = "{}\n";
 
 /// The first text of this server's own servers file.
-pub(crate) const NEW_SERVERS_FILE: &str = "// MCP servers code-executor reaches although their MCP client has them switched off.\n// Written by `code-executor setup --disable-others` (the clients' switches stay as they are);\n// edit freely, this file has the highest precedence.\n{\n  \"mcpServers\": {}\n}\n";
+pub(crate) const NEW_SERVERS_FILE: &str = "// MCP servers code-executor reaches although their MCP client has them switched off.\n// Written by `code-executor setup --disable-others` (the clients' switches stay as they are);\n// edit freely, this file has the highest precedence. Servers under \"projects\" are used in\n// that project only.\n{\n  \"mcpServers\": {}\n}\n";
 
 /// The entry that launches this server, as `client` writes entries.
 pub(crate) fn registration_entry(client: Client, command: &str, args: &[String]) -> Value {
@@ -312,16 +327,17 @@ pub(crate) fn plan(options: &Options, clients: &[Client]) -> Result<Plan, SetupE
             (true, true) => "updated",
             (true, false) => "added",
         };
-        let disabled = if options.disable_others {
+        let (disabled, needs_approval) = if options.disable_others {
             disable_others(&mut ws, options, client, &target)?
         } else {
-            Vec::new()
+            Default::default()
         };
         outcomes.push(ClientOutcome {
             client,
             file: target.path.clone(),
             registration,
             disabled,
+            needs_approval,
         });
     }
     Ok(Plan {
@@ -331,32 +347,57 @@ pub(crate) fn plan(options: &Options, clients: &[Client]) -> Result<Plan, SetupE
 }
 
 /// Switches off every other enabled server `client` loads here, copying each into this
-/// server's own servers file first. Returns their names.
+/// server's own servers file first (a project's servers under that project). Returns their
+/// names, and those of the project's own servers left alone because they need approval.
 fn disable_others(
     ws: &mut Workspace,
     options: &Options,
     client: Client,
     target: &ServerFile,
-) -> Result<Vec<String>, SetupError> {
+) -> Result<(Vec<String>, Vec<String>), SetupError> {
     let places = &options.places;
     let lists = Lists::of_client(places, client);
     let mut others: Vec<Entry> = Vec::new();
+    let mut unapproved: Vec<String> = Vec::new();
     for file in places.server_files(client) {
         for entry in clients::entries(&file)? {
             let off = entry.flag_off.is_some() || lists.off(entry.file.kind, &entry.name).is_some();
-            if entry.self_hit.is_none() && !off {
+            if entry.self_hit.is_some() || off {
+                continue;
+            }
+            if options
+                .approvals
+                .withholds(entry.file.kind, &entry.name, &entry.definition)
+            {
+                unapproved.push(entry.name.clone());
+            } else {
                 others.push(entry);
             }
         }
     }
+    unapproved.sort();
+    unapproved.dedup();
     if others.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), unapproved));
     }
-    // Keep them reachable first.
+    // Keep them reachable first: a user's servers for every project, a project's for it only.
     for entry in &others {
         let def = clients::portable(entry);
+        let at: Vec<String> = if entry.file.row().scope == Scope::Project {
+            let text = ws.current(&options.servers_file)?;
+            let root = edit::parse_json(&text).ok();
+            let at = [
+                Seg::Key("projects"),
+                Seg::ThisProject,
+                Seg::Key("mcpServers"),
+            ];
+            places.key_path(&at, root.as_ref())
+        } else {
+            vec!["mcpServers".to_owned()]
+        };
+        let at: Vec<&str> = at.iter().map(String::as_str).collect();
         ws.json(&options.servers_file, NEW_SERVERS_FILE, |doc| {
-            doc.set_entry(&["mcpServers"], &entry.name, &def)
+            doc.set_entry(&at, &entry.name, &def)
         })?;
     }
     let mut names: Vec<String> = Vec::new();
@@ -406,7 +447,7 @@ fn disable_others(
     }
     names.sort();
     names.dedup();
-    Ok(names)
+    Ok((names, unapproved))
 }
 
 /// The index in [`LISTS`] of the list `setup` adds `entry`'s name to: one of the client's own
@@ -440,8 +481,9 @@ pub(crate) struct Written {
     pub backup: Option<PathBuf>,
 }
 
-/// Writes the plan: each changed file is backed up (`<file>.bak-<stamp>`) and replaced
-/// atomically, keeping its permissions.
+/// Writes the plan: each changed file is backed up (`<file>.bak-<stamp>`, beside the path
+/// named, holding the old text) and replaced atomically through symbolic links, keeping its
+/// permissions ([`write::replace`]).
 pub(crate) fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError> {
     let mut written = Vec::new();
     for change in plan.changes.iter().filter(|c| c.changed()) {
@@ -456,7 +498,6 @@ pub(crate) fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError
             .unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(io)?;
         let mut backup = None;
-        let mut permissions = None;
         if change.before.is_some() {
             let name = change
                 .path
@@ -470,18 +511,9 @@ pub(crate) fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError
                 n += 1;
             }
             std::fs::copy(&change.path, &path).map_err(io)?;
-            permissions = std::fs::metadata(&change.path)
-                .ok()
-                .map(|m| m.permissions());
             backup = Some(path);
         }
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        tmp.write_all(change.after.as_bytes()).map_err(io)?;
-        tmp.as_file().sync_all().map_err(io)?;
-        if let Some(p) = permissions {
-            std::fs::set_permissions(tmp.path(), p).map_err(io)?;
-        }
-        tmp.persist(&change.path).map_err(|e| io(e.error))?;
+        write::replace(&change.path, &change.after).map_err(io)?;
         written.push(Written {
             path: change.path.clone(),
             backup,

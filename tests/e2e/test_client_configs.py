@@ -1,7 +1,9 @@
 """Servers configured only in Codex's `config.toml` and Gemini CLI's `settings.json`, in those
 clients' own spellings, are found and reached through the real server: a real `mcp-server-time`
 from Codex, the Test-Store server from Gemini CLI (its `$VAR` expanded), while a server Gemini
-CLI excludes and this server's own Codex entry are left out."""
+CLI excludes and this server's own Codex entry are left out. The Gemini CLI file is the
+project's own (`.gemini/settings.json`): its server is used because Gemini CLI trusts the folder
+(`~/.gemini/trustedFolders.json`), and needs approval without that."""
 
 from __future__ import annotations
 
@@ -10,16 +12,14 @@ import sys
 
 import pytest
 
-from harness import E2EEnv, McpClient, STORE_SERVER, ok, venv_script
+from harness import E2EEnv, McpClient, STORE_SERVER, ok, run_cli, venv_script
 
 
 def toml_string(s: str) -> str:
     return json.dumps(s)  # a JSON string literal is a valid TOML basic string
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory, ce_binary):
-    root = tmp_path_factory.mktemp("client-configs")
+def configured(root, ce_binary, trusted: bool) -> E2EEnv:
     e2e = E2EEnv(root, servers=(), extra_env={"STORE_PY": sys.executable})
     codex = e2e.home / ".codex" / "config.toml"
     codex.parent.mkdir(parents=True)
@@ -42,6 +42,17 @@ def client(tmp_path_factory, ce_binary):
             "excluded-one": {"command": "$STORE_PY", "args": [str(STORE_SERVER)]},
         },
     }))
+    if trusted:
+        trusted_folders = e2e.home / ".gemini" / "trustedFolders.json"
+        trusted_folders.parent.mkdir(parents=True, exist_ok=True)
+        trusted_folders.write_text(json.dumps({str(e2e.project): "TRUST_FOLDER"}))
+    return e2e
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory, ce_binary):
+    root = tmp_path_factory.mktemp("client-configs")
+    e2e = configured(root, ce_binary, trusted=True)
     c = McpClient("stdio", e2e, root / "code-executor.log")
     c.start()
     yield c
@@ -61,3 +72,13 @@ return { tz: now.timezone, echo: echo.echo };
 """
     ex = ok(client, code, allowed=["mcp__time__get_current_time", "mcp__Test-Store__echo"], call_timeout=90)
     assert ex.result == {"tz": "UTC", "echo": 7}, ex.describe()
+
+
+def test_an_untrusted_projects_gemini_server_needs_approval(tmp_path, ce_binary) -> None:
+    e2e = configured(tmp_path, ce_binary, trusted=False)
+    proc = run_cli(e2e, "servers", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["Test-Store"]["state"] == "needs approval", rows
+    assert "code-executor trust Test-Store" in rows["Test-Store"]["error"], rows
+    assert rows["time"]["state"] == "connected", rows

@@ -1,7 +1,9 @@
 """`code-executor setup` on copies of realistic client configs (tests/fixtures/clients): the
 dry run writes nothing and prints the diff, `--yes` changes only what it must (checked byte for
 byte), backs files up and is idempotent, `--disable-others` switches servers off in the client
-while code-executor still reaches them, and an unparsable config is named with its line."""
+while code-executor still reaches them (a project's servers in that project only, and a
+project's unapproved servers left alone), a symlinked `~/.claude.json` stays a link and its
+target is written, and an unparsable config is named with its line."""
 
 from __future__ import annotations
 
@@ -58,11 +60,14 @@ class World:
             "CODE_EXECUTOR_CONNECT_TIMEOUT_MS": "15000",
         }
 
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, timeout: float = 120, project: Path | None = None) -> subprocess.CompletedProcess[str]:
+        env = self.env()
+        if project is not None:
+            env["CODE_EXECUTOR_PROJECT_DIR"] = str(project)
         return subprocess.run(
             [str(harness.binary()), *args],
-            cwd=self.project,
-            env=self.env(),
+            cwd=project or self.project,
+            env=env,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
@@ -184,14 +189,20 @@ def test_disable_others_keeps_the_servers_reachable(ce_binary, tmp_path: Path) -
 
     data = json.loads(claude.read_text())
     project = data["projects"][str(world.project)]
-    # Claude Code's own switches: per project, user/local scope vs .mcp.json servers.
+    # Claude Code's own switches: per project, user/local scope vs .mcp.json servers. The
+    # project's `.mcp.json` server was never approved (`enabledMcpjsonServers` is empty): it is
+    # left alone, neither switched off nor copied, and the summary says how to approve it.
     assert sorted(project["disabledMcpServers"]) == ["github", "postgres", "time"], project
-    assert project["disabledMcpjsonServers"] == ["sentry"], project
+    assert project["disabledMcpjsonServers"] == [], project
+    assert "need approval first: sentry" in proc.stdout and "code-executor trust sentry" in proc.stdout, explain(proc)
     # The other project's entry is untouched.
     assert data["projects"]["/home/ada/other-project"]["disabledMcpServers"] == ["github"]
-    ours = harness_jsonc((world.home / ".config/code-executor/servers.json").read_text())["mcpServers"]
-    assert set(ours) == {"github", "postgres", "sentry", "time"}, ours
+    own = harness_jsonc((world.home / ".config/code-executor/servers.json").read_text())
+    ours = own["mcpServers"]
+    assert set(ours) == {"github", "time"}, own
     assert ours["time"]["command"] == harness.venv_script("mcp-server-time")
+    # The local-scope server is this project's only.
+    assert set(own["projects"][str(world.project.resolve())]["mcpServers"]) == {"postgres"}, own
 
     # code-executor still reaches `time` (the client no longer loads it).
     servers = world.run("servers", "--json")
@@ -213,6 +224,67 @@ def test_disable_others_keeps_the_servers_reachable(ce_binary, tmp_path: Path) -
     again = world.setup("--client", "claude-code", "--yes", "--disable-others", "--no-index")
     assert again.returncode == 0, explain(again)
     assert world.files() == snapshot
+
+
+def test_disable_others_keeps_a_projects_servers_in_that_project(ce_binary, tmp_path: Path) -> None:
+    """Setup in one project must not make its servers every project's (they were copied into
+    the global `mcpServers` of code-executor's own file)."""
+    world = World(tmp_path, "claude-code")
+    # A local-scope server that runs, and the project's `.mcp.json` server, approved in Claude Code.
+    claude = world.home / ".claude.json"
+    data = json.loads(claude.read_text())
+    entry = data["projects"][str(world.project)]
+    entry["mcpServers"] = {"local-time": {"type": "stdio", "command": harness.venv_script("mcp-server-time"), "args": []}}
+    entry["enabledMcpjsonServers"] = ["repo-time"]
+    claude.write_text(json.dumps(data, indent=2))
+    (world.project / ".mcp.json").write_text(json.dumps(
+        {"mcpServers": {"repo-time": {"command": harness.venv_script("mcp-server-time"), "args": ["--local-timezone", "UTC"]}}}
+    ))
+    proc = world.setup("--client", "claude-code", "--yes", "--disable-others", "--no-index")
+    assert proc.returncode == 0, explain(proc)
+    entry = json.loads(claude.read_text())["projects"][str(world.project)]
+    assert entry["disabledMcpjsonServers"] == ["repo-time"], entry
+    assert "local-time" in entry["disabledMcpServers"], entry
+    own = harness_jsonc((world.home / ".config/code-executor/servers.json").read_text())
+    assert set(own["mcpServers"]) == {"github", "time"}, own
+    assert set(own["projects"][str(world.project.resolve())]["mcpServers"]) == {"local-time", "repo-time"}, own
+
+    def names(project: Path) -> dict[str, str]:
+        proc = world.run("servers", "--json", project=project)
+        assert proc.returncode == 0, explain(proc)
+        return {r["name"]: r["state"] for r in json.loads(proc.stdout)}
+
+    # In this project code-executor still reaches them, through its own file.
+    here = names(world.project)
+    assert here["local-time"] == "connected" and here["repo-time"] == "connected", here
+    # In another project they do not exist.
+    elsewhere = tmp_path / "another-project"
+    elsewhere.mkdir()
+    there = names(elsewhere)
+    assert "time" in there, there
+    assert "local-time" not in there and "repo-time" not in there and "postgres" not in there, there
+
+
+def test_setup_writes_through_a_symlinked_claude_json(ce_binary, tmp_path: Path) -> None:
+    world = World(tmp_path, "claude-code")
+    link = world.home / ".claude.json"
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "claude.json"
+    link.rename(real)
+    link.symlink_to(Path("..") / "dotfiles" / "claude.json")
+    before = real.read_text()
+    proc = world.setup("--client", "claude-code", "--yes", "--no-index")
+    assert proc.returncode == 0, explain(proc)
+    assert link.is_symlink(), "setup replaced the symlink with a regular file"
+    assert link.resolve() == real.resolve()
+    entry = json.loads(real.read_text())["mcpServers"]["code-executor"]
+    assert entry["command"] == COMMAND, entry
+    assert only_insertions(before, real.read_text()) == []
+    # The backup holds the old text, beside the link; no stray file beside the target.
+    backups = list(world.home.glob(".claude.json.bak-*"))
+    assert len(backups) == 1 and backups[0].read_text() == before, backups
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude.json"]
 
 
 @pytest.mark.parametrize(
@@ -262,7 +334,7 @@ def test_survey_lists_servers_per_client(ce_binary, tmp_path: Path) -> None:
     out = proc.stdout
     for label in ("Claude Code", "Codex", "Gemini CLI", "VS Code"):
         assert label in out, explain(proc)
-    assert "github, time" in out and "postgres" in out and "sentry" in out, explain(proc)
+    assert "github, time" in out and "postgres" in out and "sentry (needs approval)" in out, explain(proc)
     assert "context7, time, figma" in out, explain(proc)
 
 

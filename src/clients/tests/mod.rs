@@ -1,9 +1,11 @@
 //! Tests of discovery and the client table, by topic: `sources` (which files, which dialect,
-//! which definition wins), `switches` (flags, lists, this server's own entries), `entries`
+//! which definition wins), `consent` (servers a project brings: pending until approved, by
+//! whom), `switches` (flags, lists, this server's own entries), `entries`
 //! (an entry's fields, broken and oddly shaped files), `expand` (`${...}`), `read` (raw entries, key paths, lists,
 //! and setup reading what discovery reads), `table` (the table is consistent with itself and
 //! with `--client`).
 
+mod consent;
 mod entries;
 mod expand;
 mod read;
@@ -15,11 +17,20 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::approval::{self, Approvals};
 use super::discovery::{
     ConfigSource, DisabledEntry, Discovery, DiscoveryError, DiscoveryInputs, InvalidEntry,
-    Overridden, ServerSpec, SourceKind, Transport, discover,
+    Overridden, ServerSpec, SourceKind, Transport,
 };
 use super::launch::{file_stem_of_command, launches_self, package_name};
+
+/// The merge, with every server the project brings approved: what these tests look at is
+/// which definition wins (`consent` tests the approvals themselves).
+fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryError> {
+    let mut found = super::discovery::discover(inputs)?;
+    approval::gate(&mut found, &Approvals::everything());
+    Ok(found)
+}
 
 struct Fixture {
     _tmp: tempfile::TempDir,

@@ -19,6 +19,7 @@ fn options(home: &Path, project: &Path, disable: bool) -> Options {
             home: home.to_owned(),
             project: project.to_owned(),
         },
+        approvals: Approvals::everything(),
     }
 }
 
@@ -120,5 +121,99 @@ fn disable_others_skips_what_the_client_already_lists_off() {
         .unwrap();
     let ours = edit::parse_json(&ours.after).unwrap();
     let copied: Vec<_> = ours["mcpServers"].as_object().unwrap().keys().collect();
-    assert_eq!(copied, ["a", "t", "u"]);
+    assert_eq!(copied, ["a", "u"]);
+    // `.mcp.json`'s server is this project's only.
+    let root = project
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let here: Vec<_> = ours["projects"][&root]["mcpServers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(here, ["t"]);
+}
+
+#[test]
+fn a_projects_servers_are_kept_for_that_project_and_unapproved_ones_are_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, project) = (tmp.path().join("home"), tmp.path().join("project"));
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let key = serde_json::to_string(&project.to_string_lossy()).unwrap();
+    std::fs::write(
+        home.join(".claude.json"),
+        format!(
+            r#"{{"mcpServers": {{"u": {{"command": "u"}}}},
+                "projects": {{{key}: {{"mcpServers": {{"l": {{"command": "l"}}}},
+                                      "enabledMcpjsonServers": ["m"]}}}}}}"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        project.join(".mcp.json"),
+        r#"{"mcpServers": {"m": {"command": "m"}, "x": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    let mut opts = options(&home, &project, true);
+    let places = opts.places.clone();
+    opts.approvals = Approvals::load(
+        &places,
+        &Default::default(),
+        &home.join(".config/code-executor/approvals.json"),
+    );
+    let plan = plan(&opts, &[Client::ClaudeCode]).unwrap();
+    assert_eq!(plan.outcomes[0].disabled, ["l", "m", "u"]);
+    assert_eq!(plan.outcomes[0].needs_approval, ["x"]);
+    let text = |path: &Path| {
+        let change = plan.changes.iter().find(|c| c.path == path).unwrap();
+        edit::parse_json(&change.after).unwrap()
+    };
+    let ours = text(&opts.servers_file);
+    let global: Vec<_> = ours["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(global, ["u"], "{ours:#}");
+    let root = project
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let here: Vec<_> = ours["projects"][&root]["mcpServers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(here, ["l", "m"], "{ours:#}");
+    let claude = text(&home.join(".claude.json"));
+    let entry = &claude["projects"][project.to_string_lossy().as_ref()];
+    assert_eq!(entry["disabledMcpjsonServers"], serde_json::json!(["m"]));
+    assert_eq!(entry["disabledMcpServers"], serde_json::json!(["u", "l"]));
+}
+
+#[test]
+fn apply_writes_through_a_symlinked_config_and_keeps_the_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, project) = (tmp.path().join("home"), tmp.path().join("project"));
+    let dotfiles = tmp.path().join("dotfiles");
+    std::fs::create_dir_all(home.join(".cursor")).unwrap();
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    std::fs::create_dir_all(&project).unwrap();
+    let original = "{\"mcpServers\": {}}\n";
+    std::fs::write(dotfiles.join("mcp.json"), original).unwrap();
+    let link = home.join(".cursor/mcp.json");
+    std::os::unix::fs::symlink(dotfiles.join("mcp.json"), &link).unwrap();
+    let plan = plan(&options(&home, &project, false), &[Client::Cursor]).unwrap();
+    let written = apply(&plan, "test").unwrap();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let now = std::fs::read_to_string(dotfiles.join("mcp.json")).unwrap();
+    assert!(now.contains("code-executor"), "{now}");
+    let backup = written[0].backup.as_ref().unwrap();
+    assert_eq!(backup.parent(), link.parent());
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), original);
 }
