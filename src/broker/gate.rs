@@ -17,7 +17,7 @@
 //! A refused call never reaches the downstream server. Every refusal is a `Refusal` with its
 //! code; every failure after admission is a `Failure` with its category. What a call leaves in
 //! the execution's report is bounded: names are clipped (`audit::clip_name`), at most
-//! [`MAX_SUMMARY_TOOLS`] tools are listed one by one and [`MAX_CALLS_LISTED`] calls in order.
+//! `MAX_SUMMARY_TOOLS` tools are listed one by one and `MAX_CALLS_LISTED` calls in order.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +55,7 @@ pub(crate) struct ToolCallStat {
     pub total_ms: u64,
 }
 
-/// Calls of the tools beyond the first [`MAX_SUMMARY_TOOLS`], summed.
+/// Calls of the tools beyond the first `MAX_SUMMARY_TOOLS`, summed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct OtherToolCalls {
@@ -68,11 +68,11 @@ pub(crate) struct OtherToolCalls {
 /// What one execution's calls come to, for its report and its audit record.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallReport {
-    /// The calls sent, in order (refused calls left out), at most [`MAX_CALLS_LISTED`].
+    /// The calls sent, in order (refused calls left out), at most `MAX_CALLS_LISTED`.
     pub made: Vec<String>,
     /// Calls sent beyond those listed in `made`.
     pub not_listed: u32,
-    /// Per tool, at most [`MAX_SUMMARY_TOOLS`] tools.
+    /// Per tool, at most `MAX_SUMMARY_TOOLS` tools.
     pub summary: Vec<ToolCallStat>,
     /// The calls of every other tool.
     pub rest: Option<OtherToolCalls>,

@@ -1,4 +1,4 @@
-//! The server-wide [`Policy`], and what one viewer may call, see and cause to start: the LLM
+//! The server-wide `Policy`, and what one viewer may call, see and cause to start: the LLM
 //! (bounded by the policy) or one execution (the policy and its `allowedTools`). Pure logic over
 //! name patterns, no I/O; the gate asks it before a call, the catalogue before showing a tool or
 //! starting a server.

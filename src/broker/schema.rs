@@ -1,7 +1,7 @@
 //! Arguments against the downstream tool's live input schema: `jsonschema` validators compiled
 //! once per tool and cached, recompiled when the tool's schema changes (a refreshed tool list),
-//! never fetching a remote `$ref`. A schema larger than [`MAX_SCHEMA_BYTES`] or nested deeper
-//! than [`MAX_SCHEMA_DEPTH`] is not compiled at all (the tool cannot be called, and the refusal
+//! never fetching a remote `$ref`. A schema larger than `MAX_SCHEMA_BYTES` or nested deeper
+//! than `MAX_SCHEMA_DEPTH` is not compiled at all (the tool cannot be called, and the refusal
 //! says why), so what a downstream server sends bounds the work. Pure logic, no I/O.
 
 use std::collections::HashMap;

@@ -1,13 +1,13 @@
 //! What the LLM and sandboxed code can learn about downstream tools: search, one tool's schema,
 //! and the server list, answered over the live upstream pool, always within a viewer's
-//! [`Reach`]: the LLM's (the server-wide policy), an execution's (the policy and its
+//! `Reach`: the LLM's (the server-wide policy), an execution's (the policy and its
 //! `allowedTools`), or the operator's (everything, for the command line).
 //!
 //! A tool the viewer may not call is not shown: search leaves it out, `getToolSchema` answers as
 //! for a tool that does not exist, server listings do not count it. A look-up starts only the
 //! servers the viewer may cause to start (those that may hold a tool it may call,
 //! `Reach::may_start`); the others are not searched, and say so (`notSearched`, `callable:
-//! false`). Queries are bounded ([`MAX_QUERY_BYTES`], [`MAX_QUERY_WORDS`]): every search costs
+//! false`). Queries are bounded (`MAX_QUERY_BYTES`, `MAX_QUERY_WORDS`): every search costs
 //! the host CPU.
 
 use serde::Serialize;
@@ -179,7 +179,7 @@ pub(crate) struct ToolSchema {
 }
 
 /// Searches the tools of every server (or of one) for the operator: every tool, every server
-/// connected as needed ([`search_within`] with `Reach::everything()`).
+/// connected as needed (`search_within` with `Reach::everything()`).
 pub async fn search(pool: &UpstreamPool, query: &SearchQuery) -> Result<SearchResult, LookupError> {
     search_within(pool, &Reach::everything(), query).await
 }

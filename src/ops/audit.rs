@@ -5,7 +5,7 @@
 //! configured directory. The writer never drops records (it blocks instead when its queue is
 //! full). Records never hold code, argument values, results or secrets: code is recorded as its
 //! SHA-256 and length, arguments and results as sizes, errors as a category. A tool name is
-//! recorded clipped to [`MAX_RECORDED_NAME_BYTES`] ([`clip_name`], also used by the execution's
+//! recorded clipped to `MAX_RECORDED_NAME_BYTES` (`clip_name`, also used by the execution's
 //! report), so a call with a huge made-up name costs a record of bounded size. Every string is
 //! written by `serde_json`, which escapes newlines, quotes and control characters (an ANSI escape
 //! becomes `\u001b`), so nothing inside a record can forge another record or a terminal sequence.
@@ -28,7 +28,7 @@ pub(crate) const FILE_SUFFIX: &str = "jsonl";
 /// Longest tool name recorded (bytes): a longer one keeps its start and says how much was cut.
 pub(crate) const MAX_RECORDED_NAME_BYTES: usize = 256;
 
-/// A tool name as records and reports hold it: at most [`MAX_RECORDED_NAME_BYTES`] of it, cut
+/// A tool name as records and reports hold it: at most `MAX_RECORDED_NAME_BYTES` of it, cut
 /// at a character boundary and marked `…(+N bytes)`.
 pub(crate) fn clip_name(name: &str) -> Cow<'_, str> {
     if name.len() <= MAX_RECORDED_NAME_BYTES {
