@@ -24,7 +24,7 @@ import pytest
 
 import harness
 from conftest import ServerFactory
-from harness import E2EEnv, McpClient, assert_alive, ok, ok_py, run_ts
+from harness import E2EEnv, McpClient, assert_alive, ok, ok_py, run_cli, run_ts
 
 HOSTILE = harness.SERVERS_DIR / "hostile_server.py"
 
@@ -311,6 +311,28 @@ return { names: found.matches.map((m) => m.tool), errors };
     assert r["names"] and not set(r["names"]) & set(DENIED), r
     assert r["errors"] == [f"MCP server `Test-Store` has no tool named `{t}`" for t in DENIED], r
     assert not beta.exists()
+
+
+def test_wrapper_modules_hold_only_what_the_policy_allows(tmp_path: Path, ce_binary: Path) -> None:
+    beta = tmp_path / "beta.started"
+    out = tmp_path / "wrappers"
+    env = E2EEnv(
+        tmp_path / "world",
+        servers=(),
+        extra_env={
+            "CODE_EXECUTOR_WRAPPERS_DIR": str(out),
+            "CODE_EXECUTOR_POLICY_DENY": "[mcp__Test-Store__delete_*, mcp__Test-Store__get_customer_lifetime_value, mcp__beta__*]",
+        },
+    )
+    env.config_path.write_text(json.dumps({"mcpServers": {"Test-Store": store(), "beta": marked(beta)}}))
+    proc = run_cli(env, "wrappers", "--lang", "ts")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    module = (out / "test_store.ts").read_text()
+    assert "listCustomers" in module and "list_customers" in module, module[:2000]
+    for tool in DENIED:
+        assert tool not in module, f"{tool} is in the wrapper module"
+    # A server the policy closes is neither started nor given a module.
+    assert not (out / "beta.ts").exists() and not beta.exists()
 
 
 def test_search_queries_too_large_to_search_are_refused(custom, tmp_path: Path) -> None:
