@@ -1,8 +1,10 @@
 //! One execution from request to report: admission (the concurrency limit and the queue), a
-//! fresh worker from the language's pool, the host-call side (a short dispatch: tool calls go
-//! through the broker's `Gate`, catalogue look-ups to [`directory`]), cancellation, and the
-//! execution's own record (report, audit record, metrics). It holds no policy and no transport:
-//! processes are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
+//! fresh worker from the language's pool, the host-call side (a short dispatch: every host call
+//! first spends from the execution's host-call budget, then tool calls go through the broker's
+//! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
+//! of an execution that keeps calling long after its budget, cancellation, and the execution's
+//! own record (report, audit record, metrics). It holds no policy and no transport: processes
+//! are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -15,8 +17,10 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::Allowlist;
-use crate::broker::gate::{ExecutionCalls, Gate, ToolCallStat};
+use crate::broker::gate::{
+    CallCounts, CallReport, ExecutionCalls, Gate, OtherToolCalls, ToolCallStat,
+};
+use crate::broker::{Allowlist, Reach};
 use crate::catalog::directory;
 use crate::config::settings::Settings;
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
@@ -50,8 +54,20 @@ pub(crate) struct ExecutionReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     pub execution_time_ms: u64,
+    /// The calls sent, in order; at most `gate::MAX_CALLS_LISTED`.
     pub tool_calls_made: Vec<String>,
+    /// Calls sent beyond those `tool_calls_made` lists.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tool_calls_not_listed: u32,
+    /// Per tool; at most `gate::MAX_SUMMARY_TOOLS` tools.
     pub tool_call_summary: Vec<ToolCallStat>,
+    /// The calls of every tool beyond those `tool_call_summary` lists, summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_summary_rest: Option<OtherToolCalls>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Counters for `health`.
@@ -147,7 +163,7 @@ impl Executor {
             std::process::id(),
             self.ids.fetch_add(1, Ordering::Relaxed) + 1
         );
-        let (report, outcome, peak_memory_bytes) =
+        let (report, outcome, peak_memory_bytes, counts) =
             self.execute_inner(&request, &execution_id, started).await;
         let counter = if report.success {
             &self.completed
@@ -157,10 +173,6 @@ impl Executor {
         counter.fetch_add(1, Ordering::Relaxed);
         let language = request.language.as_str();
         self.metrics.execution(language, outcome, started.elapsed());
-        let (calls, refused) = report
-            .tool_call_summary
-            .iter()
-            .fold((0, 0), |(c, r), s| (c + s.calls, r + s.refused));
         self.audit.execution(&ExecutionRecord {
             execution_id: &execution_id,
             session: &request.session,
@@ -170,11 +182,18 @@ impl Executor {
             allowed_tools: &request.allowed_tools,
             duration_ms: report.execution_time_ms,
             outcome,
-            tool_calls: calls,
-            tool_calls_refused: refused,
+            tool_calls: counts.calls,
+            tool_calls_refused: counts.refused,
+            host_calls: counts.host_calls,
             peak_memory_bytes,
         });
         report
+    }
+
+    /// The upstream pool and the server-wide policy: what the LLM's own look-ups
+    /// (`searchTools`, `getToolSchema`, `listServers`) answer from, and within.
+    pub(crate) fn directory(&self) -> (&UpstreamPool, Reach<'_>) {
+        (&self.upstream, Reach::policy(self.gate.policy()))
     }
 
     async fn execute_inner(
@@ -182,7 +201,7 @@ impl Executor {
         request: &ExecutionRequest,
         execution_id: &str,
         started: Instant,
-    ) -> (ExecutionReport, &'static str, Option<u64>) {
+    ) -> (ExecutionReport, &'static str, Option<u64>, CallCounts) {
         let fail = |error: String| {
             let report = ExecutionReport {
                 success: false,
@@ -191,9 +210,11 @@ impl Executor {
                 result: None,
                 execution_time_ms: started.elapsed().as_millis() as u64,
                 tool_calls_made: vec![],
+                tool_calls_not_listed: 0,
                 tool_call_summary: vec![],
+                tool_call_summary_rest: None,
             };
-            (report, "refused", None)
+            (report, "refused", None, CallCounts::default())
         };
         if request.code.len() > self.settings.max_code_bytes {
             return fail(format!(
@@ -232,6 +253,8 @@ impl Executor {
             Ok(worker) => worker,
             Err(e) => return fail(format!("could not start a sandbox worker: {e}")),
         };
+        // Cancelled by the client, or by the host-call budget (see `ExecutionCalls::spend`).
+        let stop = request.cancel.child_token();
         let host = Arc::new(HostSide {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
@@ -240,18 +263,34 @@ impl Executor {
                 execution_id,
                 allowlist,
                 self.settings.max_tool_calls_per_execution,
+                stop.clone(),
             ),
         });
-        let outcome = worker
+        let mut outcome = worker
             .run(
                 &request.code,
                 timeout,
                 self.settings.output_limit_bytes,
                 host.clone(),
-                request.cancel.clone(),
+                stop,
             )
             .await;
-        let (made, summary) = host.calls.take_report();
+        let mut end = outcome.end.as_str();
+        if host.calls.stopped_by_budget() && !request.cancel.is_cancelled() {
+            end = "host_call_limit";
+            outcome.success = false;
+            outcome.error = Some(format!(
+                "execution stopped: it kept making host calls after reaching its limit of {} (tool calls, refused calls and look-ups)",
+                self.settings.max_tool_calls_per_execution
+            ));
+        }
+        let CallReport {
+            made,
+            not_listed,
+            summary,
+            rest,
+            counts,
+        } = host.calls.take_report();
         let report = ExecutionReport {
             success: outcome.success,
             output: outcome.output,
@@ -259,9 +298,11 @@ impl Executor {
             result: outcome.value,
             execution_time_ms: started.elapsed().as_millis() as u64,
             tool_calls_made: made,
+            tool_calls_not_listed: not_listed,
             tool_call_summary: summary,
+            tool_call_summary_rest: rest,
         };
-        (report, outcome.end.as_str(), outcome.peak_memory_bytes)
+        (report, end, outcome.peak_memory_bytes, counts)
     }
 
     /// Waits for an execution slot, or refuses at once when the queue is full.
@@ -325,6 +366,32 @@ struct HostSide {
     calls: ExecutionCalls,
 }
 
+impl HostSide {
+    /// What this execution may call, see and cause to start.
+    fn reach(&self) -> Reach<'_> {
+        self.calls.reach(self.gate.policy())
+    }
+
+    /// A catalogue look-up: it spends one host call, then answers within the execution's
+    /// reach (it never starts a server the execution may not call).
+    async fn look_up(&self, request: HostRequest) -> Result<Value, String> {
+        self.calls.spend().map_err(|refusal| refusal.to_string())?;
+        let reach = self.reach();
+        match request {
+            HostRequest::SearchTools(query) => {
+                as_value(directory::search_within(&self.upstream, &reach, &query).await)
+            }
+            HostRequest::GetToolSchema { name } => {
+                as_value(directory::tool_schema(&self.upstream, &reach, &name).await)
+            }
+            HostRequest::ListServers => as_value(Ok::<_, String>(
+                directory::servers_within(&self.upstream, &reach).await,
+            )),
+            HostRequest::CallTool { .. } => Err("a tool call is not a look-up".into()),
+        }
+    }
+}
+
 impl HostCalls for HostSide {
     fn handle(self: Arc<Self>, request: HostRequest) -> BoxFuture<'static, Result<Value, String>> {
         async move {
@@ -332,15 +399,7 @@ impl HostCalls for HostSide {
                 HostRequest::CallTool { target, args, raw } => {
                     self.gate.call(&self.calls, target, args, raw).await
                 }
-                HostRequest::SearchTools(query) => {
-                    as_value(directory::search(&self.upstream, &query).await)
-                }
-                HostRequest::GetToolSchema { name } => {
-                    as_value(directory::tool_schema(&self.upstream, &name).await)
-                }
-                HostRequest::ListServers => {
-                    as_value(Ok::<_, String>(directory::servers(&self.upstream).await))
-                }
+                lookup => self.look_up(lookup).await,
             }
         }
         .boxed()

@@ -1,8 +1,10 @@
 //! The gate every tool call from sandboxed code passes, and the one owner of its order:
 //!
+//! 0. **spend** one host call from the execution's budget (refused calls count too; look-ups
+//!    spend from the same budget, see `executor`),
 //! 1. **resolve** the name against the configured servers,
-//! 2. **admit** it (clean name, server-wide policy, the execution's `allowedTools`, its call
-//!    quota, the argument size) and check the arguments are an object,
+//! 2. **admit** it (clean name, server-wide policy and the execution's `allowedTools` on the
+//!    resolved (server, tool) pair, the argument size) and check the arguments are an object,
 //! 3. **look up** the tool in the server's live list (a tool the server does not list is never
 //!    called),
 //! 4. **validate** the arguments against its live input schema,
@@ -13,22 +15,34 @@
 //!
 //! The decisions are the `Broker`'s; this module only sequences them and records the outcome.
 //! A refused call never reaches the downstream server. Every refusal is a `Refusal` with its
-//! code; every failure after admission is a `Failure` with its category.
+//! code; every failure after admission is a `Failure` with its category. What a call leaves in
+//! the execution's report is bounded: names are clipped (`audit::clip_name`), at most
+//! `MAX_SUMMARY_TOOLS` tools are listed one by one and `MAX_CALLS_LISTED` calls in order.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::CallToolResult;
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use super::{Allowlist, Broker, CallQuota, CallScope, Refusal};
+use super::limits::Spent;
+use super::{Allowlist, Broker, HostCallBudget, Policy, Reach, Refusal};
 use crate::catalog;
-use crate::ops::audit::{AuditLog, ToolCallRecord};
+use crate::ops::audit::{AuditLog, ToolCallRecord, clip_name};
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::ToolTarget;
 use crate::upstream::{UpstreamError, UpstreamPool};
+
+/// Most tools an execution's report lists one by one (`toolCallSummary`); calls to any other
+/// tool are summed in `toolCallSummaryRest`.
+pub(crate) const MAX_SUMMARY_TOOLS: usize = 100;
+/// Most calls an execution's report lists in order (`toolCallsMade`); `toolCallsNotListed`
+/// counts the others.
+pub(crate) const MAX_CALLS_LISTED: usize = 1000;
 
 /// Calls of one tool within one execution, as the execution's report lists them.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -39,6 +53,41 @@ pub(crate) struct ToolCallStat {
     pub errors: u32,
     pub refused: u32,
     pub total_ms: u64,
+}
+
+/// Calls of the tools beyond the first `MAX_SUMMARY_TOOLS`, summed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OtherToolCalls {
+    pub calls: u32,
+    pub errors: u32,
+    pub refused: u32,
+    pub total_ms: u64,
+}
+
+/// What one execution's calls come to, for its report and its audit record.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallReport {
+    /// The calls sent, in order (refused calls left out), at most `MAX_CALLS_LISTED`.
+    pub made: Vec<String>,
+    /// Calls sent beyond those listed in `made`.
+    pub not_listed: u32,
+    /// Per tool, at most `MAX_SUMMARY_TOOLS` tools.
+    pub summary: Vec<ToolCallStat>,
+    /// The calls of every other tool.
+    pub rest: Option<OtherToolCalls>,
+    pub counts: CallCounts,
+}
+
+/// How many calls an execution made, for its audit record.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct CallCounts {
+    /// Tool calls sent.
+    pub calls: u32,
+    /// Tool calls refused.
+    pub refused: u32,
+    /// Every host call answered: tool calls (refused ones too) and look-ups.
+    pub host_calls: u32,
 }
 
 /// How an admitted call failed, as a category for audit records and metrics (never a message:
@@ -81,65 +130,129 @@ pub(crate) struct Gate {
     metrics: Arc<Metrics>,
 }
 
-/// One execution's side of the gate: who is calling, what it may call, how many calls it has
-/// left, and what it called so far (for its report).
+/// One execution's side of the gate: who is calling, what it may call, how many host calls it
+/// has left, and what it called so far (for its report).
 pub(crate) struct ExecutionCalls {
     session: String,
     execution_id: String,
     allowlist: Allowlist,
-    quota: CallQuota,
+    budget: HostCallBudget,
+    /// Cancelled when the execution must stop (its budget is long spent): kills its worker.
+    stop: CancellationToken,
+    stopped: AtomicBool,
     record: Mutex<CallRecord>,
 }
 
 #[derive(Default)]
 struct CallRecord {
     made: Vec<String>,
+    not_listed: u32,
     stats: BTreeMap<String, ToolCallStat>,
+    rest: Option<OtherToolCalls>,
+    calls: u32,
+    refused: u32,
 }
 
 impl ExecutionCalls {
+    /// `max_calls` is the host-call budget; `stop` is cancelled to end the execution.
     pub(crate) fn new(
         session: &str,
         execution_id: &str,
         allowlist: Allowlist,
         max_calls: u32,
+        stop: CancellationToken,
     ) -> Self {
         ExecutionCalls {
             session: session.to_string(),
             execution_id: execution_id.to_string(),
             allowlist,
-            quota: CallQuota::new(max_calls),
+            budget: HostCallBudget::new(max_calls),
+            stop,
+            stopped: AtomicBool::new(false),
             record: Mutex::default(),
         }
     }
 
-    /// The tools called (in order, refused calls left out) and the per-tool statistics.
-    pub(crate) fn take_report(&self) -> (Vec<String>, Vec<ToolCallStat>) {
+    /// Spends one host call from the budget. Over it, the refusal; long over it, the
+    /// execution is also stopped.
+    pub(crate) fn spend(&self) -> Result<(), Refusal> {
+        match self.budget.spend() {
+            Spent::Ok => Ok(()),
+            Spent::Refused(refusal) => Err(refusal),
+            Spent::Stop(refusal) => {
+                self.stopped.store(true, Ordering::SeqCst);
+                self.stop.cancel();
+                Err(refusal)
+            }
+        }
+    }
+
+    /// Whether the execution was stopped for making host calls long after its budget.
+    pub(crate) fn stopped_by_budget(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// What this execution may call, see and cause to start under `policy`.
+    pub(crate) fn reach<'a>(&'a self, policy: &'a Policy) -> Reach<'a> {
+        Reach::execution(policy, &self.allowlist)
+    }
+
+    /// What the calls came to (the record is emptied).
+    pub(crate) fn take_report(&self) -> CallReport {
         let record = std::mem::take(&mut *self.record.lock().expect("call record lock"));
-        (record.made, record.stats.into_values().collect())
+        CallReport {
+            made: record.made,
+            not_listed: record.not_listed,
+            summary: record.stats.into_values().collect(),
+            rest: record.rest,
+            counts: CallCounts {
+                calls: record.calls,
+                refused: record.refused,
+                host_calls: self.budget.used(),
+            },
+        }
     }
 
     fn note(&self, tool: &str, ending: &Ending, elapsed: Duration) {
+        let tool = clip_name(tool);
         let mut record = self.record.lock().expect("call record lock");
-        if !matches!(ending, Ending::Refused(_)) {
-            record.made.push(tool.to_string());
-        }
-        let stat = record
-            .stats
-            .entry(tool.to_string())
-            .or_insert_with(|| ToolCallStat {
-                tool: tool.to_string(),
-                ..Default::default()
-            });
-        match ending {
-            Ending::Answered => stat.calls += 1,
-            Ending::Failed(_) => {
-                stat.calls += 1;
-                stat.errors += 1;
+        let record = &mut *record;
+        let refused = matches!(ending, Ending::Refused(_));
+        if refused {
+            record.refused += 1;
+        } else {
+            record.calls += 1;
+            if record.made.len() < MAX_CALLS_LISTED {
+                record.made.push(tool.to_string());
+            } else {
+                record.not_listed += 1;
             }
-            Ending::Refused(_) => stat.refused += 1,
         }
-        stat.total_ms += elapsed.as_millis() as u64;
+        let failed = matches!(ending, Ending::Failed(_));
+        let elapsed_ms = elapsed.as_millis() as u64;
+        if let Some(stat) = record.stats.get_mut(tool.as_ref()) {
+            stat.calls += u32::from(!refused);
+            stat.errors += u32::from(failed);
+            stat.refused += u32::from(refused);
+            stat.total_ms += elapsed_ms;
+        } else if record.stats.len() < MAX_SUMMARY_TOOLS {
+            record.stats.insert(
+                tool.to_string(),
+                ToolCallStat {
+                    tool: tool.into_owned(),
+                    calls: u32::from(!refused),
+                    errors: u32::from(failed),
+                    refused: u32::from(refused),
+                    total_ms: elapsed_ms,
+                },
+            );
+        } else {
+            let rest = record.rest.get_or_insert_with(OtherToolCalls::default);
+            rest.calls += u32::from(!refused);
+            rest.errors += u32::from(failed);
+            rest.refused += u32::from(refused);
+            rest.total_ms += elapsed_ms;
+        }
     }
 }
 
@@ -202,14 +315,17 @@ impl Gate {
         raw: bool,
     ) -> Result<Value, String> {
         let argument_bytes = serde_json::to_vec(&args).map_or(0, |v| v.len());
+        let asked = || match &target {
+            ToolTarget::Qualified(name) => name.clone(),
+            ToolTarget::Split { server, tool } => format!("{server}/{tool}"),
+        };
+        if let Err(refusal) = calls.spend() {
+            return self.stopped(calls, &asked(), "", argument_bytes, refusal.into());
+        }
         let (server, tool) = match self.resolve(&target) {
             Ok(pair) => pair,
             Err(refusal) => {
-                let asked = match &target {
-                    ToolTarget::Qualified(name) => name.clone(),
-                    ToolTarget::Split { server, tool } => format!("{server}/{tool}"),
-                };
-                return self.stopped(calls, &asked, "", argument_bytes, refusal.into());
+                return self.stopped(calls, &asked(), "", argument_bytes, refusal.into());
             }
         };
         let name = catalog::qualified_name(&server, &tool);
@@ -241,6 +357,11 @@ impl Gate {
         shaped
     }
 
+    /// The server-wide policy, for the views look-ups answer within.
+    pub(crate) fn policy(&self) -> &Policy {
+        self.broker.policy()
+    }
+
     /// Step 1: the server and tool the code means.
     fn resolve(&self, target: &ToolTarget) -> Result<(String, String), Refusal> {
         let resolved = match target {
@@ -264,11 +385,9 @@ impl Gate {
         args: Value,
         argument_bytes: usize,
     ) -> Result<serde_json::Map<String, Value>, Stop> {
-        let scope = CallScope {
-            allowlist: &calls.allowlist,
-            quota: &calls.quota,
-        };
-        self.broker.admit(&scope, name, argument_bytes)?;
+        let reach = calls.reach(self.broker.policy());
+        self.broker
+            .admit(&reach, (server, tool), name, argument_bytes)?;
         let Value::Object(args) = args else {
             return Err(Refusal::ArgumentsNotObject(name.to_string()).into());
         };
@@ -359,7 +478,7 @@ impl Gate {
         self.audit.tool_call(&ToolCallRecord {
             execution_id: &calls.execution_id,
             session: &calls.session,
-            tool: facts.tool,
+            tool: &clip_name(facts.tool),
             decision,
             reason,
             duration_ms: facts.elapsed.as_millis() as u64,
@@ -436,9 +555,13 @@ mod tests {
         );
     }
 
+    fn calls() -> ExecutionCalls {
+        ExecutionCalls::new("s", "e", Allowlist::default(), 10, CancellationToken::new())
+    }
+
     #[test]
     fn calls_are_reported_per_tool_with_refusals_left_out_of_the_made_list() {
-        let calls = ExecutionCalls::new("s", "e", Allowlist::default(), 10);
+        let calls = calls();
         calls.note("a", &Ending::Answered, Duration::from_millis(3));
         calls.note(
             "a",
@@ -446,10 +569,58 @@ mod tests {
             Duration::from_millis(2),
         );
         calls.note("b", &Ending::Refused("not_allowed"), Duration::ZERO);
-        let (made, stats) = calls.take_report();
-        assert_eq!(made, ["a", "a"]);
-        let a = &stats[0];
+        let report = calls.take_report();
+        assert_eq!(report.made, ["a", "a"]);
+        let a = &report.summary[0];
         assert_eq!((a.calls, a.errors, a.refused, a.total_ms), (2, 1, 0, 5));
-        assert_eq!((stats[1].tool.as_str(), stats[1].refused), ("b", 1));
+        assert_eq!(
+            (report.summary[1].tool.as_str(), report.summary[1].refused),
+            ("b", 1)
+        );
+        assert_eq!(
+            (report.counts.calls, report.counts.refused, report.rest),
+            (2, 1, None)
+        );
+    }
+
+    #[test]
+    fn the_report_stays_small_whatever_the_names_and_counts() {
+        let calls = calls();
+        let long = "x".repeat(16 * 1024);
+        for i in 0..(MAX_SUMMARY_TOOLS + 50) {
+            let name = format!("{i:04}{long}");
+            calls.note(&name, &Ending::Refused("not_allowed"), Duration::ZERO);
+        }
+        for _ in 0..(MAX_CALLS_LISTED + 5) {
+            calls.note("mcp__a__b", &Ending::Answered, Duration::ZERO);
+        }
+        let report = calls.take_report();
+        assert_eq!(report.summary.len(), MAX_SUMMARY_TOOLS);
+        assert!(report.summary.iter().all(|s| s.tool.len() < 400));
+        let rest = report.rest.expect("the other tools are summed");
+        // `mcp__a__b` came after the summary was full: counted in the rest.
+        assert_eq!(
+            (rest.refused, rest.calls),
+            (50, MAX_CALLS_LISTED as u32 + 5)
+        );
+        assert_eq!(
+            (report.made.len(), report.not_listed),
+            (MAX_CALLS_LISTED, 5)
+        );
+        assert_eq!(report.counts.refused, MAX_SUMMARY_TOOLS as u32 + 50);
+    }
+
+    #[test]
+    fn the_budget_counts_every_host_call_and_stops_a_spinning_execution() {
+        let calls = calls();
+        for _ in 0..10 {
+            assert_eq!(calls.spend(), Ok(()));
+        }
+        for _ in 0..super::super::limits::CALLS_AFTER_BUDGET {
+            assert_eq!(calls.spend(), Err(Refusal::QuotaExceeded(10)));
+            assert!(!calls.stopped_by_budget());
+        }
+        assert_eq!(calls.spend(), Err(Refusal::QuotaExceeded(10)));
+        assert!(calls.stopped_by_budget() && calls.stop.is_cancelled());
     }
 }

@@ -1,6 +1,6 @@
-//! How many tool calls may go out: rate limits per client session, per downstream server and
-//! per tool (`governor`, keyed token buckets refilled per minute), and the per-execution quota.
-//! Pure logic: time comes from the clock the limiter is built with.
+//! How many calls may go out: rate limits per client session, per downstream server and per
+//! tool (`governor`, keyed token buckets refilled per minute), and the per-execution host-call
+//! budget. Pure logic: time comes from the clock the limiter is built with.
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -92,28 +92,60 @@ impl<C: Clock + Clone> RateLimits<C> {
     }
 }
 
-/// Counts the calls of one execution against its quota.
+/// Host calls an execution may still make once its budget is spent: each is refused, and the
+/// next one stops the execution (its worker is killed). Room for code to see the refusal and
+/// wrap up, none for a loop that spins on refusals.
+pub(crate) const CALLS_AFTER_BUDGET: u32 = 100;
+
+/// What spending one host call from a budget gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Spent {
+    /// Within the budget.
+    Ok,
+    /// Over the budget: refused.
+    Refused(Refusal),
+    /// Over the budget by more than [`CALLS_AFTER_BUDGET`]: refused, and the execution ends.
+    Stop(Refusal),
+}
+
+/// Counts every host call of one execution (tool calls, refused calls and look-ups) against
+/// its budget (`max_tool_calls_per_execution`).
 #[derive(Debug)]
-pub(crate) struct CallQuota {
+pub(crate) struct HostCallBudget {
     limit: u32,
     used: AtomicU32,
 }
 
-impl CallQuota {
+impl HostCallBudget {
     pub(crate) fn new(limit: u32) -> Self {
-        CallQuota {
+        HostCallBudget {
             limit,
             used: AtomicU32::new(0),
         }
     }
 
-    /// Takes one call from the quota.
-    pub(crate) fn take(&self) -> Result<(), Refusal> {
-        let used = self.used.fetch_add(1, Ordering::SeqCst);
-        if used >= self.limit {
-            Err(Refusal::QuotaExceeded(self.limit))
+    /// Spends one host call.
+    pub(crate) fn spend(&self) -> Spent {
+        let used = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_add(1))
+            })
+            .unwrap_or_else(|n| n);
+        if used < self.limit {
+            Spent::Ok
+        } else if used - self.limit < CALLS_AFTER_BUDGET {
+            Spent::Refused(Refusal::QuotaExceeded(self.limit))
         } else {
-            Ok(())
+            Spent::Stop(Refusal::QuotaExceeded(self.limit))
         }
+    }
+
+    /// The host calls answered so far, refused ones included (calls that arrive after the
+    /// stop, while the worker is being killed, are not counted).
+    pub(crate) fn used(&self) -> u32 {
+        self.used
+            .load(Ordering::SeqCst)
+            .min(self.limit.saturating_add(CALLS_AFTER_BUDGET + 1))
     }
 }

@@ -1,14 +1,17 @@
-//! Every decision on a tool call from sandboxed code, before it leaves the host: the name must
-//! be clean, the server-wide policy must not deny it (deny wins over every allow), the
-//! execution's `allowedTools` must allow it, the execution's quota and the rate limits must have
-//! room, the arguments must fit the size cap and validate against the tool's live input schema,
-//! and the result must fit its cap on the way back. `Broker` is pure logic (no processes, no
-//! I/O): it answers. [`gate`] is the one place that asks, in a fixed order, sends the call and
-//! records it; `Refusal` is every reason a call is not sent.
+//! Every decision on a host call from sandboxed code, before it leaves the host: the
+//! execution's host-call budget must have room (tool calls, refused calls and look-ups alike),
+//! the name must be clean, the server-wide policy must not deny it (deny wins over every allow),
+//! the execution's `allowedTools` must allow it (both matched on the resolved (server, tool)
+//! pair, [`allowlist`]), the arguments must fit the size cap and validate against the tool's live
+//! input schema, the rate limits must have room, and the result must fit its cap on the way
+//! back. [`reach`] says what a viewer may call, see and cause to start. `Broker` is pure logic
+//! (no processes, no I/O): it answers. [`gate`] is the one place that asks, in a fixed order,
+//! sends the call and records it; `Refusal` is every reason a call is not sent.
 
 pub mod allowlist;
 pub mod gate;
 pub mod limits;
+pub mod reach;
 mod refusal;
 pub mod schema;
 
@@ -17,27 +20,10 @@ use std::num::NonZeroU32;
 use serde_json::{Map, Value};
 
 pub(crate) use allowlist::{Allowlist, PatternError};
-pub(crate) use limits::{CallQuota, RateLimits, RateQuotas};
+pub(crate) use limits::{HostCallBudget, RateLimits, RateQuotas};
+pub(crate) use reach::{Policy, Reach};
 pub(crate) use refusal::Refusal;
 use schema::SchemaCache;
-
-/// The server-wide policy from the settings.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Policy {
-    /// When set, nothing outside it may be called.
-    pub allow: Option<Allowlist>,
-    /// Never callable; wins over every allow.
-    pub deny: Allowlist,
-}
-
-impl Policy {
-    pub(crate) fn new(allow: Option<&[String]>, deny: &[String]) -> Result<Self, PatternError> {
-        Ok(Policy {
-            allow: allow.map(Allowlist::new).transpose()?,
-            deny: Allowlist::new(deny)?,
-        })
-    }
-}
 
 /// The broker's settings.
 #[derive(Debug, Clone)]
@@ -46,12 +32,6 @@ pub(crate) struct BrokerConfig {
     pub rates: RateQuotas,
     pub max_argument_bytes: usize,
     pub max_result_bytes: usize,
-}
-
-/// What one execution brings to each decision.
-pub(crate) struct CallScope<'a> {
-    pub allowlist: &'a Allowlist,
-    pub quota: &'a CallQuota,
 }
 
 /// The decision maker, shared by all executions.
@@ -74,28 +54,25 @@ impl Broker {
         }
     }
 
-    /// Checks that need no knowledge of the tool: the name, the policy, the allowlist, the
-    /// execution's quota and the argument size. `qualified` is the canonical
-    /// `mcp__<server>__<tool>` after resolution against the configured server names.
+    /// The server-wide policy (for the views of the LLM and of executions, [`Reach`]).
+    pub(crate) fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Checks that need no knowledge of the tool: the name, the policy and the viewer's
+    /// allowlist (through `reach`), and the argument size. `server` and `tool` are the
+    /// resolved pair; `qualified` is its canonical `mcp__<server>__<tool>`.
     pub(crate) fn admit(
         &self,
-        scope: &CallScope<'_>,
+        reach: &Reach<'_>,
+        (server, tool): (&str, &str),
         qualified: &str,
         argument_bytes: usize,
     ) -> Result<(), Refusal> {
         if !allowlist::is_clean(qualified) {
             return Err(Refusal::MalformedName(qualified.escape_debug().to_string()));
         }
-        if self.policy.deny.matches(qualified) {
-            return Err(Refusal::DeniedByPolicy(qualified.to_string()));
-        }
-        if let Some(allow) = &self.policy.allow
-            && !allow.matches(qualified)
-        {
-            return Err(Refusal::OutsidePolicy(qualified.to_string()));
-        }
-        scope.allowlist.check(qualified)?;
-        scope.quota.take()?;
+        reach.check(server, tool, qualified)?;
         if argument_bytes > self.max_argument_bytes {
             return Err(Refusal::ArgumentsTooLarge {
                 tool: qualified.to_string(),

@@ -21,7 +21,9 @@ pub(crate) enum Refusal {
     OutsidePolicy(String),
     #[error("tool name `{0}` contains whitespace or control characters")]
     MalformedName(String),
-    #[error("this execution reached its limit of {0} tool calls")]
+    #[error(
+        "this execution reached its limit of {0} host calls (tool calls, refused calls and look-ups); the call was not sent"
+    )]
     QuotaExceeded(u32),
     #[error(
         "rate limit of {per_minute} calls per minute for {scope} `{key}` reached; retry in {} ms",

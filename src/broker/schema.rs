@@ -1,6 +1,8 @@
 //! Arguments against the downstream tool's live input schema: `jsonschema` validators compiled
 //! once per tool and cached, recompiled when the tool's schema changes (a refreshed tool list),
-//! never fetching a remote `$ref`. Pure logic, no I/O.
+//! never fetching a remote `$ref`. A schema larger than `MAX_SCHEMA_BYTES` or nested deeper
+//! than `MAX_SCHEMA_DEPTH` is not compiled at all (the tool cannot be called, and the refusal
+//! says why), so what a downstream server sends bounds the work. Pure logic, no I/O.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,6 +11,11 @@ use jsonschema::Validator;
 use serde_json::{Map, Value};
 
 use super::refusal::Refusal;
+
+/// Largest input schema compiled into a validator, in bytes of JSON.
+pub(crate) const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+/// Deepest JSON nesting (objects and arrays) of an input schema compiled into a validator.
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// Most schema errors listed in one refusal.
 const MAX_ERRORS: usize = 8;
@@ -88,12 +95,12 @@ impl SchemaCache {
             return entry.validator.clone();
         }
         let schema = Value::Object(schema.clone());
-        let validator = Arc::new(
+        let validator = Arc::new(check_size(&schema).and_then(|()| {
             jsonschema::options()
                 .with_retriever(NoRemoteRefs)
                 .build(&schema)
-                .map_err(|e| e.to_string()),
-        );
+                .map_err(|e| e.to_string())
+        }));
         compiled.insert(
             tool.to_string(),
             Compiled {
@@ -103,6 +110,30 @@ impl SchemaCache {
         );
         validator
     }
+}
+
+/// Refuses a schema too large or too deep to compile.
+fn check_size(schema: &Value) -> Result<(), String> {
+    let bytes = serde_json::to_vec(schema).map_or(usize::MAX, |v| v.len());
+    if bytes > MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "it is {bytes} bytes of JSON, over the limit of {MAX_SCHEMA_BYTES} bytes"
+        ));
+    }
+    let mut stack = vec![(schema, 1usize)];
+    while let Some((value, depth)) = stack.pop() {
+        if depth > MAX_SCHEMA_DEPTH {
+            return Err(format!(
+                "it is nested deeper than {MAX_SCHEMA_DEPTH} levels"
+            ));
+        }
+        match value {
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The shape of a value, without its contents: `{ path: string, depth: number }`.

@@ -1,11 +1,13 @@
-//! The broker as pure logic: bypass attempts on names and patterns, policy against allowlists,
-//! quotas, sizes, rate limits on a fake clock, and schema validation.
+//! The broker as pure logic: bypass attempts on names and patterns, policy against allowlists
+//! (on resolved (server, tool) pairs), the host-call budget, sizes, rate limits on a fake clock,
+//! and schema validation.
 
 use std::time::Duration;
 
 use governor::clock::FakeRelativeClock;
 use serde_json::{Map, Value, json};
 
+use super::limits::{CALLS_AFTER_BUDGET, Spent};
 use super::refusal::Scope;
 use super::*;
 
@@ -23,14 +25,20 @@ fn broker(allow: Option<&[&str]>, deny: &[&str]) -> Broker {
     })
 }
 
+/// The (server, tool) a name would resolve to with single-word server names.
+fn pair(name: &str) -> (&str, &str) {
+    let rest = name.strip_prefix("mcp__").unwrap_or(name);
+    rest.split_once("__").unwrap_or((rest, ""))
+}
+
 fn admit(b: &Broker, allowed: &[&str], name: &str) -> Result<(), Refusal> {
+    admit_pair(b, allowed, pair(name), name)
+}
+
+fn admit_pair(b: &Broker, allowed: &[&str], pair: (&str, &str), name: &str) -> Result<(), Refusal> {
     let allowlist = Allowlist::new(&strings(allowed)).unwrap();
-    let quota = CallQuota::new(100);
-    let scope = CallScope {
-        allowlist: &allowlist,
-        quota: &quota,
-    };
-    b.admit(&scope, name, 2)
+    let reach = Reach::execution(b.policy(), &allowlist);
+    b.admit(&reach, pair, name, 2)
 }
 
 #[test]
@@ -144,36 +152,60 @@ fn a_policy_allowlist_bounds_every_execution() {
 }
 
 #[test]
-fn the_execution_quota_counts_admitted_calls() {
+fn a_glob_for_one_server_never_reaches_another() {
+    // Servers `fx` and `fx__admin`: `mcp__fx__admin__echo` resolves to (fx__admin, echo).
     let b = broker(None, &[]);
-    let allowlist = Allowlist::new(&strings(&["mcp__a__b"])).unwrap();
-    let quota = CallQuota::new(2);
-    let scope = CallScope {
-        allowlist: &allowlist,
-        quota: &quota,
-    };
-    // A refused name does not use the quota.
-    assert!(b.admit(&scope, "mcp__a__c", 2).is_err());
-    assert_eq!(b.admit(&scope, "mcp__a__b", 2), Ok(()));
-    assert_eq!(b.admit(&scope, "mcp__a__b", 2), Ok(()));
+    let fx = ["mcp__fx__*"];
+    assert_eq!(admit_pair(&b, &fx, ("fx", "echo"), "mcp__fx__echo"), Ok(()));
     assert_eq!(
-        b.admit(&scope, "mcp__a__b", 2),
-        Err(Refusal::QuotaExceeded(2))
+        admit_pair(&b, &fx, ("fx__admin", "echo"), "mcp__fx__admin__echo"),
+        Err(Refusal::NotAllowed("mcp__fx__admin__echo".into()))
     );
+    // The same holds for the server-wide policy, both ways.
+    let b = broker(Some(&["mcp__fx__*"]), &[]);
+    assert!(matches!(
+        admit_pair(&b, &["*"], ("fx__admin", "echo"), "mcp__fx__admin__echo"),
+        Err(Refusal::OutsidePolicy(_))
+    ));
+    let b = broker(None, &["mcp__fx__*"]);
+    assert_eq!(
+        admit_pair(&b, &["*"], ("fx__admin", "echo"), "mcp__fx__admin__echo"),
+        Ok(())
+    );
+    assert!(matches!(
+        admit_pair(&b, &["*"], ("fx", "echo"), "mcp__fx__echo"),
+        Err(Refusal::DeniedByPolicy(_))
+    ));
+    let b = broker(None, &["mcp__fx__admin__*"]);
+    assert_eq!(
+        admit_pair(&b, &["*"], ("fx", "echo"), "mcp__fx__echo"),
+        Ok(())
+    );
+    assert!(admit_pair(&b, &["*"], ("fx__admin", "echo"), "mcp__fx__admin__echo").is_err());
+}
+
+#[test]
+fn the_host_call_budget_counts_every_call_then_stops() {
+    let budget = HostCallBudget::new(2);
+    assert_eq!(budget.spend(), Spent::Ok);
+    assert_eq!(budget.spend(), Spent::Ok);
+    for _ in 0..CALLS_AFTER_BUDGET {
+        assert_eq!(budget.spend(), Spent::Refused(Refusal::QuotaExceeded(2)));
+    }
+    assert_eq!(budget.spend(), Spent::Stop(Refusal::QuotaExceeded(2)));
+    assert_eq!(budget.used(), 2 + CALLS_AFTER_BUDGET + 1);
+    let refusal = Refusal::QuotaExceeded(2).to_string();
+    assert!(refusal.contains("limit of 2 host calls"), "{refusal}");
 }
 
 #[test]
 fn argument_and_result_sizes_are_capped() {
     let b = broker(None, &[]);
     let allowlist = Allowlist::new(&strings(&["*"])).unwrap();
-    let quota = CallQuota::new(10);
-    let scope = CallScope {
-        allowlist: &allowlist,
-        quota: &quota,
-    };
-    assert_eq!(b.admit(&scope, "mcp__a__b", 1024), Ok(()));
+    let reach = Reach::execution(b.policy(), &allowlist);
+    assert_eq!(b.admit(&reach, ("a", "b"), "mcp__a__b", 1024), Ok(()));
     assert!(matches!(
-        b.admit(&scope, "mcp__a__b", 1025),
+        b.admit(&reach, ("a", "b"), "mcp__a__b", 1025),
         Err(Refusal::ArgumentsTooLarge {
             bytes: 1025,
             limit: 1024,
@@ -332,6 +364,48 @@ fn remote_references_are_never_fetched() {
     );
     assert!(
         b.validate("mcp__a__u", &local, &json!({"x": "1"}), String::new)
+            .is_err()
+    );
+}
+
+#[test]
+fn schemas_too_large_or_too_deep_are_not_compiled() {
+    let b = broker(None, &[]);
+    let mut deep = json!({"type": "string"});
+    for _ in 0..schema::MAX_SCHEMA_DEPTH {
+        deep = json!({"type": "array", "items": deep});
+    }
+    let s = schema(json!({"type": "object", "properties": {"x": deep}}));
+    let refusal = b
+        .validate("mcp__a__deep", &s, &json!({"x": []}), String::new)
+        .unwrap_err();
+    assert_eq!(refusal.code(), "unusable_schema", "{refusal}");
+    assert!(
+        refusal.to_string().contains("nested deeper than"),
+        "{refusal}"
+    );
+    let props: Map<String, Value> = (0..20_000)
+        .map(|i| (format!("property_number_{i}"), json!({"type": "string"})))
+        .collect();
+    let s = schema(json!({"type": "object", "properties": props}));
+    let refusal = b
+        .validate("mcp__a__big", &s, &json!({}), String::new)
+        .unwrap_err();
+    assert!(
+        refusal.to_string().contains("over the limit of"),
+        "{refusal}"
+    );
+    // A schema that refers to itself compiles and validates.
+    let props: Map<String, Value> = (0..40)
+        .map(|i| (format!("p{i}"), json!({"$ref": "#"})))
+        .collect();
+    let s = schema(json!({"type": "object", "properties": props}));
+    assert_eq!(
+        b.validate("mcp__a__rec", &s, &json!({"p0": {"p1": {}}}), String::new),
+        Ok(())
+    );
+    assert!(
+        b.validate("mcp__a__rec", &s, &json!({"p0": {"p1": 3}}), String::new)
             .is_err()
     );
 }

@@ -3,16 +3,32 @@
 //!
 //! Covers what tool schemas use in practice: primitive types, enums and consts, arrays, tuples,
 //! objects with required/optional properties and additionalProperties, unions (`anyOf`, `oneOf`,
-//! type arrays), `allOf` as intersections, and local `$ref`s into `$defs`/`definitions`.
-//! Depth is bounded so a recursive schema still gives a finite signature. The Python types of
-//! the typed wrapper modules (`str`, `list[int]`, `Literal[...]`, unions) come from here too, so
-//! both languages read a schema the same way.
+//! type arrays), `allOf` as intersections, and local `$ref`s into `$defs`/`definitions`. The
+//! Python types of the typed wrapper modules (`str`, `list[int]`, `Literal[...]`, unions) come
+//! from here too, so both languages read a schema the same way.
+//!
+//! A schema comes from a downstream server and may be hostile, so every rendering is bounded:
+//! a `$ref` met again while it is being expanded (a cycle) is `unknown` (`Any`), nesting deeper
+//! than [`MAX_DEPTH`] is `unknown`, at most [`MAX_NODES`] schema nodes are visited and
+//! [`MAX_FIELDS`] properties or variants read per node, and once about
+//! [`MAX_SIGNATURE_BYTES`] are written the rest is `unknown` or `...`. The work and the answer
+//! stay small whatever the schema (a few properties that each refer back to the root would
+//! otherwise grow as a power of the depth).
 
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-const MAX_DEPTH: usize = 6;
+/// Deepest nesting a type spells out; deeper parts are `unknown` (`Any` in Python).
+pub(crate) const MAX_DEPTH: usize = 8;
+/// About the longest signature or type rendered, in bytes: past it, the rest is `unknown`.
+pub(crate) const MAX_SIGNATURE_BYTES: usize = 16 * 1024;
+/// Most schema nodes one rendering visits.
+pub(crate) const MAX_NODES: usize = 2_000;
+/// Most properties, variants, enum values or tuple items read from one schema node.
+pub(crate) const MAX_FIELDS: usize = 256;
+/// Longest `const`/`enum` literal spelled out; a longer one is rendered as its type.
+const MAX_LITERAL_BYTES: usize = 200;
 
 /// A TypeScript function signature for a tool.
 pub(crate) fn signature(
@@ -53,138 +69,319 @@ pub(crate) fn signature(
 
 /// The TypeScript type for `schema`, resolving `$ref`s against `root`.
 pub(crate) fn type_of(schema: &Value, root: &Value) -> String {
-    render(schema, root, 0)
+    Renderer::new(schema, root).ts(schema, 0)
 }
 
-fn render(schema: &Value, root: &Value, depth: usize) -> String {
-    let Some(obj) = schema.as_object() else {
-        // `true` accepts anything, `false` nothing.
-        return match schema {
-            Value::Bool(false) => "never".into(),
-            _ => "unknown".into(),
-        };
-    };
-    if depth > MAX_DEPTH {
-        return "unknown".into();
-    }
-    if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
-        return match resolve_ref(reference, root) {
-            Some(target) => render(target, root, depth + 1),
-            None => "unknown".into(),
-        };
-    }
-    if let Some(value) = obj.get("const") {
-        return literal(value);
-    }
-    if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-        return union(values.iter().map(literal).collect());
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(variants) = obj.get(key).and_then(Value::as_array) {
-            return union(
-                variants
-                    .iter()
-                    .map(|v| render(v, root, depth + 1))
-                    .collect(),
-            );
+/// The Python type for `schema`, resolving `$ref`s against `root` (a readable approximation:
+/// nested objects are `dict`), as typed wrapper modules declare it.
+pub(crate) fn python_type_of(schema: &Value, root: &Value) -> String {
+    Renderer::new(schema, root).py(schema, 0)
+}
+
+/// One rendering, with what it may still spend.
+struct Renderer<'r> {
+    root: &'r Value,
+    nodes_left: usize,
+    bytes_left: usize,
+    /// The `$ref`s being expanded: meeting one of them again is a cycle.
+    expanding: Vec<&'r str>,
+}
+
+/// What a `$ref` leads to.
+enum Ref<'r> {
+    Target(&'r Value),
+    /// Unresolvable, or a cycle: rendered as the unknown type.
+    Opaque,
+}
+
+impl<'r> Renderer<'r> {
+    /// A rendering of `schema`; when it is the root itself, a `$ref` to `#` inside it is
+    /// already a cycle.
+    fn new(schema: &Value, root: &'r Value) -> Self {
+        Renderer {
+            root,
+            nodes_left: MAX_NODES,
+            bytes_left: MAX_SIGNATURE_BYTES,
+            expanding: if std::ptr::eq(schema, root) {
+                vec!["#"]
+            } else {
+                Vec::new()
+            },
         }
     }
-    if let Some(parts) = obj.get("allOf").and_then(Value::as_array) {
-        let parts: Vec<String> = parts.iter().map(|v| render(v, root, depth + 1)).collect();
-        return match parts.len() {
-            0 => "unknown".into(),
-            1 => parts.into_iter().next().unwrap_or_default(),
-            _ => parts.join(" & "),
-        };
-    }
-    match obj.get("type") {
-        Some(Value::String(t)) => render_type(t, obj, root, depth),
-        Some(Value::Array(types)) => union(
-            types
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|t| render_type(t, obj, root, depth))
-                .collect(),
-        ),
-        _ if obj.contains_key("properties") => render_type("object", obj, root, depth),
-        _ if obj.contains_key("items") => render_type("array", obj, root, depth),
-        _ => "unknown".into(),
-    }
-}
 
-fn render_type(t: &str, obj: &Map<String, Value>, root: &Value, depth: usize) -> String {
-    match t {
-        "string" => "string".into(),
-        "number" | "integer" => "number".into(),
-        "boolean" => "boolean".into(),
-        "null" => "null".into(),
-        "array" => match obj.get("items").or_else(|| obj.get("prefixItems")) {
-            Some(Value::Array(tuple)) => format!(
-                "[{}]",
-                tuple
-                    .iter()
-                    .map(|v| render(v, root, depth + 1))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Some(items) => {
-                let inner = render(items, root, depth + 1);
-                if inner.contains(' ') {
-                    format!("Array<{inner}>")
-                } else {
-                    format!("{inner}[]")
-                }
+    fn exhausted(&self) -> bool {
+        self.nodes_left == 0 || self.bytes_left == 0
+    }
+
+    /// Takes one node from the budget; false when there is none left (or too deep).
+    fn enter(&mut self, depth: usize) -> bool {
+        if self.exhausted() || depth > MAX_DEPTH {
+            return false;
+        }
+        self.nodes_left -= 1;
+        true
+    }
+
+    /// Spends output bytes, and hands the text back.
+    fn emit(&mut self, text: impl Into<String>) -> String {
+        let text = text.into();
+        self.bytes_left = self.bytes_left.saturating_sub(text.len());
+        text
+    }
+
+    fn follow(&mut self, reference: &'r str) -> Ref<'r> {
+        // Only local references: nothing is ever fetched.
+        let target = reference
+            .strip_prefix('#')
+            .and_then(|pointer| self.root.pointer(pointer));
+        match target {
+            Some(target) if !self.expanding.contains(&reference) => Ref::Target(target),
+            _ => Ref::Opaque,
+        }
+    }
+
+    /// Renders `items` with `each`, at most [`MAX_FIELDS`] of them, stopping (with `...`) when
+    /// the budget runs out.
+    fn each(
+        &mut self,
+        items: impl IntoIterator<Item = &'r Value>,
+        mut each: impl FnMut(&mut Self, &'r Value) -> String,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            if i == MAX_FIELDS || self.exhausted() {
+                out.push("...".to_string());
+                break;
             }
-            None => "unknown[]".into(),
-        },
-        "object" => render_object(obj, root, depth),
-        _ => "unknown".into(),
+            out.push(each(self, item));
+        }
+        out
     }
-}
 
-fn render_object(obj: &Map<String, Value>, root: &Value, depth: usize) -> String {
-    let required: Vec<&str> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut fields: Vec<String> = Vec::new();
-    if let Some(props) = obj.get("properties").and_then(Value::as_object) {
-        for (name, prop) in props {
-            let key = if is_identifier(name) {
-                name.clone()
-            } else {
-                serde_json::to_string(name).unwrap_or_default()
+    fn ts(&mut self, schema: &'r Value, depth: usize) -> String {
+        let Some(obj) = schema.as_object() else {
+            // `true` accepts anything, `false` nothing.
+            return match schema {
+                Value::Bool(false) => "never".into(),
+                _ => "unknown".into(),
             };
-            let q = if required.contains(&name.as_str()) {
-                ""
-            } else {
-                "?"
+        };
+        if !self.enter(depth) {
+            return "unknown".into();
+        }
+        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
+            return match self.follow(reference) {
+                Ref::Target(target) => {
+                    self.expanding.push(reference);
+                    let rendered = self.ts(target, depth + 1);
+                    self.expanding.pop();
+                    rendered
+                }
+                Ref::Opaque => "unknown".into(),
             };
-            fields.push(format!("{key}{q}: {}", render(prop, root, depth + 1)));
+        }
+        if let Some(value) = obj.get("const") {
+            return self.ts_literal(value);
+        }
+        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+            let parts = self.each(values, |r, v| r.ts_literal(v));
+            return union(parts);
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(variants) = obj.get(key).and_then(Value::as_array) {
+                let parts = self.each(variants, |r, v| r.ts(v, depth + 1));
+                return union(parts);
+            }
+        }
+        if let Some(parts) = obj.get("allOf").and_then(Value::as_array) {
+            let parts = self.each(parts, |r, v| r.ts(v, depth + 1));
+            return match parts.len() {
+                0 => "unknown".into(),
+                1 => parts.into_iter().next().unwrap_or_default(),
+                _ => parts.join(" & "),
+            };
+        }
+        match obj.get("type") {
+            Some(Value::String(t)) => self.ts_type(t, obj, depth),
+            Some(Value::Array(types)) => {
+                let types: Vec<&'r str> = types
+                    .iter()
+                    .take(MAX_FIELDS)
+                    .filter_map(Value::as_str)
+                    .collect();
+                let parts = types.iter().map(|t| self.ts_type(t, obj, depth)).collect();
+                union(parts)
+            }
+            _ if obj.contains_key("properties") => self.ts_type("object", obj, depth),
+            _ if obj.contains_key("items") => self.ts_type("array", obj, depth),
+            _ => "unknown".into(),
         }
     }
-    match obj.get("additionalProperties") {
-        Some(Value::Bool(false)) | None => {}
-        Some(Value::Bool(true)) => fields.push("[key: string]: unknown".into()),
-        Some(extra) => fields.push(format!("[key: string]: {}", render(extra, root, depth + 1))),
+
+    fn ts_type(&mut self, t: &str, obj: &'r Map<String, Value>, depth: usize) -> String {
+        match t {
+            "string" => self.emit("string"),
+            "number" | "integer" => self.emit("number"),
+            "boolean" => self.emit("boolean"),
+            "null" => self.emit("null"),
+            "array" => match obj.get("items").or_else(|| obj.get("prefixItems")) {
+                Some(Value::Array(tuple)) => {
+                    let parts = self.each(tuple, |r, v| r.ts(v, depth + 1));
+                    format!("[{}]", parts.join(", "))
+                }
+                Some(items) => {
+                    let inner = self.ts(items, depth + 1);
+                    if inner.contains(' ') {
+                        format!("Array<{inner}>")
+                    } else {
+                        format!("{inner}[]")
+                    }
+                }
+                None => "unknown[]".into(),
+            },
+            "object" => self.ts_object(obj, depth),
+            _ => "unknown".into(),
+        }
     }
-    if fields.is_empty() {
-        return "{}".into();
+
+    fn ts_object(&mut self, obj: &'r Map<String, Value>, depth: usize) -> String {
+        let required: BTreeSet<&str> = obj
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .take(MAX_FIELDS)
+                    .filter_map(Value::as_str)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut fields: Vec<String> = Vec::new();
+        if let Some(props) = obj.get("properties").and_then(Value::as_object) {
+            for (i, (name, prop)) in props.iter().enumerate() {
+                if i == MAX_FIELDS || self.exhausted() {
+                    fields.push("...".into());
+                    break;
+                }
+                let key = if is_identifier(name) {
+                    name.clone()
+                } else {
+                    serde_json::to_string(name).unwrap_or_default()
+                };
+                let q = if required.contains(name.as_str()) {
+                    ""
+                } else {
+                    "?"
+                };
+                let key = self.emit(format!("{key}{q}: "));
+                fields.push(format!("{key}{}", self.ts(prop, depth + 1)));
+            }
+        }
+        match obj.get("additionalProperties") {
+            Some(Value::Bool(false)) | None => {}
+            Some(Value::Bool(true)) => fields.push("[key: string]: unknown".into()),
+            Some(extra) => {
+                let inner = self.ts(extra, depth + 1);
+                fields.push(format!("[key: string]: {inner}"));
+            }
+        }
+        if fields.is_empty() {
+            return "{}".into();
+        }
+        format!("{{ {} }}", fields.join("; "))
     }
-    format!("{{ {} }}", fields.join("; "))
+
+    fn ts_literal(&mut self, value: &Value) -> String {
+        match value {
+            Value::String(s) if s.len() > MAX_LITERAL_BYTES => self.emit("string"),
+            Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null => {
+                self.emit(value.to_string())
+            }
+            _ => "unknown".into(),
+        }
+    }
+
+    fn py(&mut self, schema: &'r Value, depth: usize) -> String {
+        let Some(obj) = schema.as_object() else {
+            return "Any".into();
+        };
+        if !self.enter(depth) {
+            return "Any".into();
+        }
+        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
+            return match self.follow(reference) {
+                Ref::Target(target) => {
+                    self.expanding.push(reference);
+                    let rendered = self.py(target, depth + 1);
+                    self.expanding.pop();
+                    rendered
+                }
+                Ref::Opaque => "Any".into(),
+            };
+        }
+        if let Some(v) = obj.get("const") {
+            return py_literal(v).map_or("Any".into(), |l| self.emit(format!("Literal[{l}]")));
+        }
+        if let Some(values) = obj.get("enum").and_then(Value::as_array) {
+            let lits: Option<Vec<String>> =
+                values.iter().take(MAX_FIELDS + 1).map(py_literal).collect();
+            return match lits {
+                Some(l) if !l.is_empty() && l.len() <= MAX_FIELDS => {
+                    self.emit(format!("Literal[{}]", l.join(", ")))
+                }
+                _ => "Any".into(),
+            };
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(variants) = obj.get(key).and_then(Value::as_array) {
+                let parts = self.each(variants, |r, v| r.py(v, depth + 1));
+                return py_union(parts);
+            }
+        }
+        match obj.get("type") {
+            Some(Value::String(t)) => self.py_single(t, obj, depth),
+            Some(Value::Array(ts)) => {
+                let types: Vec<&'r str> = ts
+                    .iter()
+                    .take(MAX_FIELDS)
+                    .filter_map(Value::as_str)
+                    .collect();
+                let parts = types
+                    .iter()
+                    .map(|t| self.py_single(t, obj, depth))
+                    .collect();
+                py_union(parts)
+            }
+            _ if obj.contains_key("properties") => self.emit("dict[str, Any]"),
+            _ => "Any".into(),
+        }
+    }
+
+    fn py_single(&mut self, t: &str, obj: &'r Map<String, Value>, depth: usize) -> String {
+        match t {
+            "string" => self.emit("str"),
+            "integer" => self.emit("int"),
+            "number" => self.emit("float"),
+            "boolean" => self.emit("bool"),
+            "null" => self.emit("None"),
+            "array" => match obj.get("items") {
+                Some(items @ Value::Object(_)) => format!("list[{}]", self.py(items, depth + 1)),
+                _ => self.emit("list[Any]"),
+            },
+            "object" => self.emit("dict[str, Any]"),
+            _ => "Any".into(),
+        }
+    }
 }
 
-fn resolve_ref<'a>(reference: &str, root: &'a Value) -> Option<&'a Value> {
-    // Only local references: nothing is ever fetched.
-    let pointer = reference.strip_prefix('#')?;
-    root.pointer(pointer)
-}
-
-fn literal(value: &Value) -> String {
-    match value {
-        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null => value.to_string(),
-        _ => "unknown".into(),
+fn py_literal(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if s.len() <= MAX_LITERAL_BYTES => Some(v.to_string()),
+        Value::Bool(true) => Some("True".into()),
+        Value::Bool(false) => Some("False".into()),
+        Value::Null => Some("None".into()),
+        Value::Number(n) if n.is_i64() => Some(n.to_string()),
+        _ => None,
     }
 }
 
@@ -203,86 +400,10 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
 }
 
-/// The Python type for `schema`, resolving `$ref`s against `root` (a readable approximation:
-/// nested objects are `dict`), as typed wrapper modules declare it.
-pub(crate) fn python_type_of(schema: &Value, root: &Value) -> String {
-    py_type(schema, root, 0)
-}
-
-fn py_type(schema: &Value, root: &Value, depth: usize) -> String {
-    let Some(obj) = schema.as_object() else {
-        return "Any".into();
-    };
-    if depth > 6 {
-        return "Any".into();
-    }
-    if let Some(r) = obj.get("$ref").and_then(Value::as_str) {
-        return match r.strip_prefix('#').and_then(|p| root.pointer(p)) {
-            Some(target) => py_type(target, root, depth + 1),
-            None => "Any".into(),
-        };
-    }
-    let literal = |v: &Value| -> Option<String> {
-        match v {
-            Value::String(_) => Some(v.to_string()),
-            Value::Bool(true) => Some("True".into()),
-            Value::Bool(false) => Some("False".into()),
-            Value::Null => Some("None".into()),
-            Value::Number(n) if n.is_i64() => Some(n.to_string()),
-            _ => None,
-        }
-    };
-    if let Some(v) = obj.get("const") {
-        return literal(v).map_or("Any".into(), |l| format!("Literal[{l}]"));
-    }
-    if let Some(values) = obj.get("enum").and_then(Value::as_array) {
-        let lits: Option<Vec<String>> = values.iter().map(literal).collect();
-        return match lits {
-            Some(l) if !l.is_empty() => format!("Literal[{}]", l.join(", ")),
-            _ => "Any".into(),
-        };
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(variants) = obj.get(key).and_then(Value::as_array) {
-            return py_union(
-                variants
-                    .iter()
-                    .map(|v| py_type(v, root, depth + 1))
-                    .collect(),
-            );
-        }
-    }
-    let single = |t: &str| -> String {
-        match t {
-            "string" => "str".into(),
-            "integer" => "int".into(),
-            "number" => "float".into(),
-            "boolean" => "bool".into(),
-            "null" => "None".into(),
-            "array" => match obj.get("items") {
-                Some(items @ Value::Object(_)) => {
-                    format!("list[{}]", py_type(items, root, depth + 1))
-                }
-                _ => "list[Any]".into(),
-            },
-            "object" => "dict[str, Any]".into(),
-            _ => "Any".into(),
-        }
-    };
-    match obj.get("type") {
-        Some(Value::String(t)) => single(t),
-        Some(Value::Array(ts)) => {
-            py_union(ts.iter().filter_map(Value::as_str).map(single).collect())
-        }
-        _ if obj.contains_key("properties") => "dict[str, Any]".into(),
-        _ => "Any".into(),
-    }
-}
-
 fn py_union(mut parts: Vec<String>) -> String {
     let mut seen = BTreeSet::new();
     parts.retain(|p| seen.insert(p.clone()));
-    if parts.iter().any(|p| p == "Any") || parts.is_empty() {
+    if parts.iter().any(|p| p == "Any" || p == "...") || parts.is_empty() {
         return "Any".into();
     }
     parts.join(" | ")
@@ -332,5 +453,74 @@ mod tests {
     fn recursion_is_bounded() {
         let root = json!({"$ref": "#"});
         assert_eq!(type_of(&root, &root), "unknown");
+        assert_eq!(python_type_of(&root, &root), "Any");
+    }
+
+    /// An object whose `k` properties each refer back to the root: without a bound its type
+    /// grows as `k` to the power of the depth.
+    fn self_referring(k: usize) -> Map<String, Value> {
+        let props: Map<String, Value> = (0..k)
+            .map(|i| (format!("p{i:02}"), json!({"$ref": "#"})))
+            .collect();
+        obj(json!({"type": "object", "properties": props, "required": ["p00"]}))
+    }
+
+    #[test]
+    fn a_self_referring_schema_renders_small_and_names_the_cycle() {
+        let input = self_referring(40);
+        let sig = signature("t", &input, Some(&input));
+        assert!(sig.len() < 2 * MAX_SIGNATURE_BYTES, "{} bytes", sig.len());
+        // The cycle is cut at once: each property is the unknown type.
+        assert!(
+            sig.starts_with("function t(args: { p00: unknown; p01?: unknown;"),
+            "{sig}"
+        );
+        let root = Value::Object(input);
+        assert_eq!(python_type_of(&root, &root), "dict[str, Any]");
+    }
+
+    #[test]
+    fn a_wide_and_deep_schema_without_cycles_is_cut_by_the_budget() {
+        // Ten levels of definitions, each with 30 properties referring to the next level: no
+        // cycle, 30^10 paths.
+        let mut defs = Map::new();
+        for level in 0..10 {
+            let next = if level == 9 {
+                json!({"type": "string"})
+            } else {
+                json!({"$ref": format!("#/$defs/l{}", level + 1)})
+            };
+            let props: Map<String, Value> = (0..30)
+                .map(|i| (format!("field_{i}"), next.clone()))
+                .collect();
+            defs.insert(
+                format!("l{level}"),
+                json!({"type": "object", "properties": props}),
+            );
+        }
+        let input = obj(json!({"$defs": defs, "$ref": "#/$defs/l0"}));
+        let sig = signature("wide", &input, None);
+        assert!(sig.len() < 2 * MAX_SIGNATURE_BYTES, "{} bytes", sig.len());
+        assert!(sig.contains("..."), "the cut is visible");
+        let root = Value::Object(input.clone());
+        let variants: Vec<Value> = (0..50).map(|_| json!({"$ref": "#/$defs/u"})).collect();
+        let union_root = json!({"$defs": {"u": {"anyOf": variants}}, "$ref": "#/$defs/u"});
+        assert_eq!(python_type_of(&union_root, &union_root), "Any");
+        assert!(python_type_of(&root, &root).len() < 64);
+    }
+
+    #[test]
+    fn huge_enums_and_literals_stay_bounded() {
+        let values: Vec<Value> = (0..100_000).map(|i| json!(format!("v{i}"))).collect();
+        let schema = json!({"enum": values});
+        let ts = type_of(&schema, &schema);
+        assert!(
+            ts.len() < 2 * MAX_SIGNATURE_BYTES && ts.ends_with("| ..."),
+            "{}",
+            ts.len()
+        );
+        assert_eq!(python_type_of(&schema, &schema), "Any");
+        let long = json!({"const": "x".repeat(10_000)});
+        assert_eq!(type_of(&long, &long), "string");
     }
 }

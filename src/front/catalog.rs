@@ -1,5 +1,7 @@
 //! `searchTools`, `getToolSchema` and `listServers`: their schemas, their arguments and their
-//! replies. The answers come from the live directory (`catalog::directory`).
+//! replies. The answers come from the live directory (`catalog::directory`), within what the
+//! server-wide policy lets the LLM call: a tool the policy refuses is not shown, and a server it
+//! closes entirely is not started by a search.
 
 use rmcp::model::{CallToolResult, Tool};
 use serde::Deserialize;
@@ -7,7 +9,7 @@ use serde_json::json;
 
 use super::reply::{NoArgs, object, structured};
 use crate::catalog::directory::{self, SearchArgs, SearchQuery};
-use crate::upstream::UpstreamPool;
+use crate::executor::Executor;
 
 pub(super) const SEARCH_TOOLS: &str = "searchTools";
 pub(super) const GET_TOOL_SCHEMA: &str = "getToolSchema";
@@ -51,11 +53,12 @@ pub(super) fn tools() -> [Tool; 3] {
 }
 
 pub(super) async fn search(
-    upstream: &UpstreamPool,
+    executor: &Executor,
     args: SearchArgs,
 ) -> Result<CallToolResult, String> {
+    let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
-    let found = directory::search(upstream, &query)
+    let found = directory::search_within(upstream, &reach, &query)
         .await
         .map_err(|e| e.to_string())?;
     let text = found.text(&query.text);
@@ -63,24 +66,29 @@ pub(super) async fn search(
 }
 
 pub(super) async fn schema(
-    upstream: &UpstreamPool,
+    executor: &Executor,
     args: SchemaArgs,
 ) -> Result<CallToolResult, String> {
-    let schema = directory::tool_schema(upstream, &args.name)
+    let (upstream, reach) = executor.directory();
+    let schema = directory::tool_schema(upstream, &reach, &args.name)
         .await
         .map_err(|e| e.to_string())?;
     let text = format!("{}\n{}", schema.signature, schema.description);
     structured(&schema, text)
 }
 
-pub(super) async fn servers(upstream: &UpstreamPool, _: NoArgs) -> Result<CallToolResult, String> {
-    let servers = directory::servers(upstream).await;
+pub(super) async fn servers(executor: &Executor, _: NoArgs) -> Result<CallToolResult, String> {
+    let (upstream, reach) = executor.directory();
+    let servers = directory::servers_within(upstream, &reach).await;
     let text = servers
         .iter()
         .map(|s| {
             let mut line = format!("{} ({}): {}", s.name, s.transport, s.state);
             if let Some(n) = s.tools {
                 line.push_str(&format!(", {n} tools"));
+            }
+            if s.callable == Some(false) {
+                line.push_str(", none of its tools may be called");
             }
             if let Some(e) = &s.error {
                 line.push_str(&format!(" - {e}"));

@@ -1,6 +1,7 @@
 //! `executeTypescript` and `executePython`: their schemas, their arguments, and the reply an
-//! execution becomes (`structuredContent` plus one readable text block). Running the code is
-//! the executor's.
+//! execution becomes (`structuredContent` plus one readable text block; its call lists are
+//! bounded, see `broker::gate`: `toolCallsNotListed` and `toolCallSummaryRest` appear only when
+//! they are not empty). Running the code is the executor's.
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
@@ -28,7 +29,7 @@ pub(super) struct ExecuteArgs {
 fn input() -> Value {
     json!({"type": "object", "properties": {
         "code": {"type": "string"},
-        "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "Tools the code may call (names or * globs); default none"},
+        "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "Tools the code may call and look up (names or * globs); default none"},
         "timeoutMs": {"type": "integer"}
     }, "required": ["code"]})
 }

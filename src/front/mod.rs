@@ -127,9 +127,9 @@ impl Front {
                 let (session, cancel) = (caller.session.clone(), caller.cancel.clone());
                 Ok(execute::run(&self.executor, language, args, session, cancel).await)
             }
-            catalog::SEARCH_TOOLS => catalog::search(&self.upstream, parse(name, args)?).await,
-            catalog::GET_TOOL_SCHEMA => catalog::schema(&self.upstream, parse(name, args)?).await,
-            catalog::LIST_SERVERS => catalog::servers(&self.upstream, parse(name, args)?).await,
+            catalog::SEARCH_TOOLS => catalog::search(&self.executor, parse(name, args)?).await,
+            catalog::GET_TOOL_SCHEMA => catalog::schema(&self.executor, parse(name, args)?).await,
+            catalog::LIST_SERVERS => catalog::servers(&self.executor, parse(name, args)?).await,
             health::HEALTH => {
                 let NoArgs {} = parse(name, args)?;
                 let sources = health::Sources {

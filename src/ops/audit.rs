@@ -4,10 +4,13 @@
 //! `tracing-appender`'s non-blocking writer to a file per day, `audit.YYYY-MM-DD.jsonl`, in the
 //! configured directory. The writer never drops records (it blocks instead when its queue is
 //! full). Records never hold code, argument values, results or secrets: code is recorded as its
-//! SHA-256 and length, arguments and results as sizes, errors as a category. Every string is
+//! SHA-256 and length, arguments and results as sizes, errors as a category. A tool name is
+//! recorded clipped to `MAX_RECORDED_NAME_BYTES` (`clip_name`, also used by the execution's
+//! report), so a call with a huge made-up name costs a record of bounded size. Every string is
 //! written by `serde_json`, which escapes newlines, quotes and control characters (an ANSI escape
 //! becomes `\u001b`), so nothing inside a record can forge another record or a terminal sequence.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
@@ -21,6 +24,22 @@ use tracing_appender::rolling::{RollingFileAppender, Rotation};
 /// Prefix and suffix of the daily files.
 pub(crate) const FILE_PREFIX: &str = "audit";
 pub(crate) const FILE_SUFFIX: &str = "jsonl";
+
+/// Longest tool name recorded (bytes): a longer one keeps its start and says how much was cut.
+pub(crate) const MAX_RECORDED_NAME_BYTES: usize = 256;
+
+/// A tool name as records and reports hold it: at most `MAX_RECORDED_NAME_BYTES` of it, cut
+/// at a character boundary and marked `…(+N bytes)`.
+pub(crate) fn clip_name(name: &str) -> Cow<'_, str> {
+    if name.len() <= MAX_RECORDED_NAME_BYTES {
+        return Cow::Borrowed(name);
+    }
+    let mut end = MAX_RECORDED_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…(+{} bytes)", &name[..end], name.len() - end))
+}
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot open the audit log in {dir}: {reason}")]
@@ -40,10 +59,13 @@ pub(crate) struct ExecutionRecord<'a> {
     pub code_bytes: usize,
     pub allowed_tools: &'a [String],
     pub duration_ms: u64,
-    /// `ok`, `code_error`, `timeout`, `cancelled`, `out_of_memory`, `worker_failed`, `refused`.
+    /// `ok`, `code_error`, `timeout`, `cancelled`, `out_of_memory`, `worker_failed`, `refused`,
+    /// `host_call_limit` (stopped for making host calls long after its budget).
     pub outcome: &'a str,
     pub tool_calls: u32,
     pub tool_calls_refused: u32,
+    /// Every host call the code asked for: tool calls (refused ones too) and look-ups.
+    pub host_calls: u32,
     /// Peak resident memory of the worker, in bytes.
     pub peak_memory_bytes: Option<u64>,
 }
@@ -190,6 +212,7 @@ mod tests {
             outcome: "ok",
             tool_calls: 0,
             tool_calls_refused: 1,
+            host_calls: 1,
             peak_memory_bytes: Some(1),
         });
         log.close();
@@ -216,5 +239,19 @@ mod tests {
         assert_eq!(lines[1]["event"], "execution");
         assert_eq!(lines[1]["codeSha256"], code_digest("console.log('secret')"));
         assert!(lines[1]["ts"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[test]
+    fn long_names_are_clipped_at_a_character_boundary() {
+        assert_eq!(clip_name("mcp__a__b"), "mcp__a__b");
+        let long = format!(
+            "{}é{}",
+            "a".repeat(MAX_RECORDED_NAME_BYTES - 1),
+            "b".repeat(16_000)
+        );
+        let clipped = clip_name(&long);
+        assert!(clipped.len() < MAX_RECORDED_NAME_BYTES + 32, "{clipped}");
+        assert!(clipped.ends_with("…(+16002 bytes)"), "{clipped}");
+        assert!(clipped.starts_with(&"a".repeat(MAX_RECORDED_NAME_BYTES - 1)));
     }
 }

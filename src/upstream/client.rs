@@ -1,8 +1,15 @@
-//! One rmcp client connection to a downstream server (stdio child or streamable HTTP), and the
-//! client-side handler that reacts to `notifications/tools/list_changed`.
+//! One rmcp client connection to a downstream server (stdio child or streamable HTTP), the
+//! client-side handler that reacts to `notifications/tools/list_changed`, and the reader of a
+//! stdio server's stderr.
+//!
+//! A server's stderr is the operator's: it goes to the log (each line at `debug`, the last lines
+//! with a failure at `warn`), never into a message the LLM or sandboxed code can see; a failure
+//! they see is a fixed description of what went wrong ([`ConnectFailure::public`]). The reader
+//! holds at most [`MAX_STDERR_LINE_BYTES`] of a line, whatever the server writes.
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,42 +19,173 @@ use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::AsyncReadExt;
+use tokio::sync::Notify;
 
 use crate::clients::discovery::{ServerSpec, Transport};
 
 type ToolCache = Arc<Mutex<Option<Arc<Vec<Tool>>>>>;
 
-/// How many stderr lines of a downstream server are kept for error messages.
+/// How many stderr lines of a downstream server are kept for the log of a failure.
 const STDERR_LINES: usize = 20;
+/// Longest stderr line kept in that tail, in characters.
+const STDERR_TAIL_CHARS: usize = 500;
+/// Longest stderr line read, in bytes: the rest of a longer line is dropped (and counted).
+pub(crate) const MAX_STDERR_LINE_BYTES: usize = 8 * 1024;
+/// How long a failure waits for the server's last stderr lines before logging them.
+const STDERR_SETTLE: Duration = Duration::from_secs(1);
 
-/// The last lines a downstream server wrote to stderr.
+/// The last lines a downstream server wrote to stderr, for the operator's log.
 #[derive(Clone, Default)]
-pub(crate) struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub(crate) struct StderrTail(Arc<TailState>);
+
+#[derive(Default)]
+struct TailState {
+    lines: Mutex<VecDeque<String>>,
+    /// Stderr readers still running, and a wake-up when one ends.
+    readers: AtomicUsize,
+    ended: Notify,
+}
 
 impl StderrTail {
     fn push(&self, line: String) {
-        let mut lines = self.0.lock().expect("stderr tail lock");
+        let mut lines = self.0.lines.lock().expect("stderr tail lock");
         if lines.len() == STDERR_LINES {
             lines.pop_front();
         }
         lines.push_back(line);
     }
 
-    /// Appends the last stderr lines to an error, where there are any.
-    pub(crate) fn annotate(&self, reason: String) -> String {
-        let lines = self.0.lock().expect("stderr tail lock");
-        let tail: Vec<&str> = lines
+    /// The last lines, escaped (no control characters reach the log), for a log record.
+    pub(crate) fn text(&self) -> String {
+        let lines = self.0.lines.lock().expect("stderr tail lock");
+        lines
             .iter()
-            .rev()
-            .take(3)
-            .rev()
-            .map(String::as_str)
-            .collect();
-        if tail.is_empty() {
-            reason
-        } else {
-            format!("{reason} (stderr: {})", tail.join(" | "))
+            .map(|l| l.escape_debug().to_string())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    /// Waits (at most [`STDERR_SETTLE`]) until every stderr reader has seen the end of its
+    /// stream, so that the lines a dying server wrote last are in the tail.
+    pub(crate) async fn settle(&self) {
+        let wait = async {
+            loop {
+                let ended = self.0.ended.notified();
+                if self.0.readers.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                ended.await;
+            }
+        };
+        let _ = tokio::time::timeout(STDERR_SETTLE, wait).await;
+    }
+
+    /// Reads a server's stderr to its end: each line to the log at `debug`, the last ones
+    /// kept. Memory stays bounded however long a line is.
+    fn read(&self, server: String, mut stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static) {
+        let tail = self.clone();
+        tail.0.readers.fetch_add(1, Ordering::SeqCst);
+        tokio::spawn(async move {
+            let mut emit = |line: &[u8], dropped: usize| {
+                let text = String::from_utf8_lossy(line);
+                let text = text.trim_end_matches('\r');
+                let line = if dropped > 0 {
+                    format!("{text} [{dropped} more bytes of this line dropped]")
+                } else {
+                    text.to_string()
+                };
+                tracing::debug!(server = %server, "stderr: {}", line.escape_debug());
+                tail.push(line.chars().take(STDERR_TAIL_CHARS).collect());
+            };
+            let mut cap = LineCap::default();
+            let mut chunk = vec![0u8; 8192];
+            loop {
+                match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => cap.feed(&chunk[..n], &mut emit),
+                }
+            }
+            cap.finish(&mut emit);
+            tail.0.readers.fetch_sub(1, Ordering::SeqCst);
+            tail.0.ended.notify_waiters();
+        });
+    }
+}
+
+/// Splits a byte stream into lines, keeping at most [`MAX_STDERR_LINE_BYTES`] of each and
+/// counting what it drops. Pure logic.
+#[derive(Default)]
+struct LineCap {
+    line: Vec<u8>,
+    dropped: usize,
+}
+
+impl LineCap {
+    /// Takes the next bytes; `emit(line, dropped)` gets each complete line.
+    fn feed(&mut self, mut bytes: &[u8], emit: &mut impl FnMut(&[u8], usize)) {
+        while let Some(end) = bytes.iter().position(|&b| b == b'\n') {
+            self.keep(&bytes[..end]);
+            emit(&self.line, self.dropped);
+            self.line.clear();
+            self.dropped = 0;
+            bytes = &bytes[end + 1..];
+        }
+        self.keep(bytes);
+    }
+
+    /// The end of the stream: an unfinished line is emitted too.
+    fn finish(&mut self, emit: &mut impl FnMut(&[u8], usize)) {
+        if !self.line.is_empty() || self.dropped > 0 {
+            emit(&self.line, self.dropped);
+        }
+        self.line.clear();
+        self.dropped = 0;
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = MAX_STDERR_LINE_BYTES - self.line.len();
+        let kept = bytes.len().min(room);
+        self.line.extend_from_slice(&bytes[..kept]);
+        self.dropped += bytes.len() - kept;
+    }
+}
+
+/// Why a server could not be connected: what the LLM and code may see, and the whole story for
+/// the log.
+#[derive(Debug, Clone)]
+pub(crate) struct ConnectFailure {
+    /// A fixed description (or this server's own words about the command it could not run):
+    /// never the server's output.
+    pub public: String,
+    /// Everything known, for the operator's log.
+    pub detail: String,
+}
+
+impl ConnectFailure {
+    fn ours(reason: String) -> Self {
+        ConnectFailure {
+            public: reason.clone(),
+            detail: reason,
+        }
+    }
+
+    fn handshake(e: &ClientInitializeError) -> Self {
+        let public = match e {
+            ClientInitializeError::ConnectionClosed(_) => {
+                "it exited or closed its connection during the MCP handshake"
+            }
+            ClientInitializeError::TransportError { .. } => {
+                "the connection to it failed during the MCP handshake"
+            }
+            ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
+                "it speaks no MCP protocol version this server does"
+            }
+            _ => "its answer to the MCP handshake was not usable",
+        };
+        ConnectFailure {
+            public: format!("{public}; see the server log"),
+            detail: e.to_string(),
         }
     }
 }
@@ -108,7 +246,7 @@ pub(crate) async fn connect(
     tools: ToolCache,
     stderr_tail: StderrTail,
     timeout: Duration,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectFailure> {
     let discover = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
@@ -119,7 +257,7 @@ pub(crate) async fn connect(
     .await;
     match first {
         Ok(Ok(connection)) => return Ok(connection),
-        Ok(Err(ConnectError::Setup(reason))) => return Err(reason),
+        Ok(Err(ConnectError::Setup(reason))) => return Err(ConnectFailure::ours(reason)),
         Ok(Err(ConnectError::Handshake(e))) => {
             tracing::debug!(server = %spec.name, "no protocol 2026-07-28 ({e}); retrying with initialize");
         }
@@ -133,11 +271,13 @@ pub(crate) async fn connect(
     )
     .await;
     match second {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(ConnectError::Setup(reason))) => Err(ConnectFailure::ours(reason)),
+        Ok(Err(ConnectError::Handshake(e))) => Err(ConnectFailure::handshake(&e)),
+        Err(_) => Err(ConnectFailure::ours(format!(
             "no answer to `initialize` within {} ms",
             timeout.as_millis()
-        )),
+        ))),
     }
 }
 
@@ -186,14 +326,7 @@ async fn connect_with(
                 .spawn()
                 .map_err(|e| ConnectError::Setup(format!("cannot run `{command}`: {e}")))?;
             if let Some(stderr) = stderr {
-                let server = spec.name.clone();
-                tokio::spawn(async move {
-                    let mut lines = tokio::io::BufReader::new(stderr).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        tracing::debug!(server = %server, "stderr: {line}");
-                        stderr_tail.push(line.chars().take(500).collect());
-                    }
-                });
+                stderr_tail.read(spec.name.clone(), stderr);
             }
             handler.serve_with_lifecycle(transport, lifecycle).await?
         }
@@ -215,4 +348,53 @@ async fn connect_with(
         }
     };
     Ok(Connection { service })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(chunks: &[&[u8]]) -> Vec<(String, usize)> {
+        let mut out = Vec::new();
+        let mut cap = LineCap::default();
+        let mut emit =
+            |line: &[u8], dropped: usize| out.push((String::from_utf8_lossy(line).into(), dropped));
+        for chunk in chunks {
+            cap.feed(chunk, &mut emit);
+        }
+        cap.finish(&mut emit);
+        out
+    }
+
+    #[test]
+    fn lines_are_split_across_chunks() {
+        assert_eq!(
+            lines(&[b"one\ntw", b"o\n", b"three"]),
+            [("one".into(), 0), ("two".into(), 0), ("three".into(), 0)]
+        );
+        assert!(lines(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_line_without_end_keeps_a_bounded_start_and_counts_the_rest() {
+        let mut cap = LineCap::default();
+        let mut seen = Vec::new();
+        let block = vec![b'x'; 1024 * 1024];
+        for _ in 0..64 {
+            cap.feed(&block, &mut |l: &[u8], d| seen.push((l.len(), d)));
+            assert!(cap.line.len() <= MAX_STDERR_LINE_BYTES);
+            assert!(cap.line.capacity() <= 2 * MAX_STDERR_LINE_BYTES);
+        }
+        cap.feed(b"\nnext\n", &mut |l: &[u8], d| seen.push((l.len(), d)));
+        assert_eq!(
+            seen,
+            [
+                (
+                    MAX_STDERR_LINE_BYTES,
+                    64 * 1024 * 1024 - MAX_STDERR_LINE_BYTES
+                ),
+                (4, 0)
+            ]
+        );
+    }
 }

@@ -2,9 +2,11 @@
 //! on first use, reconnected after a crash, with per-call timeouts and a tool-list cache that a
 //! `notifications/tools/list_changed` clears.
 //!
-//! A server that fails to start is reported with its name and the reason (including the tail of
-//! its stderr); the other servers are unaffected. This module decides nothing about policy:
-//! callers (the broker) have already checked that a call is allowed.
+//! A server that fails to start is reported with its name and a fixed description of what went
+//! wrong; its stderr goes to the operator's log only (see `client`), never into an error the LLM
+//! or sandboxed code can read. The other servers are unaffected. This module decides nothing
+//! about policy: callers (the broker, the catalogue) have already checked that a call is allowed
+//! and that the caller may cause the server to start.
 
 mod client;
 
@@ -64,6 +66,10 @@ pub struct ServerStatus {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     pub error: Option<String>,
+    /// In a caller's view: whether it may call any tool of this server (when not, look-ups
+    /// neither start it nor count its tools). Absent in the operator's view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub callable: Option<bool>,
 }
 
 /// All configured downstream servers.
@@ -200,15 +206,21 @@ impl UpstreamPool {
                 *conn = Conn::Connected(connection);
                 Ok(peer)
             }
-            Err(reason) => {
-                let reason = slot.stderr.annotate(reason);
+            Err(failure) => {
+                slot.stderr.settle().await;
+                tracing::warn!(
+                    server,
+                    reason = %failure.detail.escape_debug(),
+                    stderr = %slot.stderr.text(),
+                    "downstream server failed to start"
+                );
                 *conn = Conn::Failed {
-                    reason: reason.clone(),
+                    reason: failure.public.clone(),
                     at: Instant::now(),
                 };
                 Err(UpstreamError::Start {
                     server: server.to_string(),
-                    reason,
+                    reason: failure.public,
                 })
             }
         }
@@ -263,11 +275,20 @@ impl UpstreamPool {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(e)) => {
                 let slot = self.slot(server)?;
-                let reason = slot.stderr.annotate(e.to_string());
+                if slot.is_down().await {
+                    slot.stderr.settle().await;
+                    tracing::warn!(
+                        server,
+                        tool,
+                        reason = %e.to_string().escape_debug(),
+                        stderr = %slot.stderr.text(),
+                        "downstream server broke down during a call"
+                    );
+                }
                 Err(UpstreamError::Call {
                     server: server.to_string(),
                     tool: tool.to_string(),
-                    reason,
+                    reason: e.to_string(),
                 })
             }
             Err(_) => Err(UpstreamError::Timeout {
@@ -309,9 +330,17 @@ impl UpstreamPool {
                 tools: slot.cached_tools().map(|t| t.len()),
                 protocol,
                 error,
+                callable: None,
             });
         }
         out
+    }
+
+    /// The tools last listed by `server`, if any (connects nothing).
+    pub(crate) fn cached_tools(&self, server: &str) -> Option<Arc<Vec<Tool>>> {
+        self.servers
+            .get(server)
+            .and_then(|slot| slot.cached_tools())
     }
 
     /// Closes every connection (downstream children are stopped).
@@ -341,6 +370,11 @@ impl Slot {
 
     fn clear_tools(&self) {
         *self.tools.lock().expect("tool cache lock") = None;
+    }
+
+    /// Whether the connection is gone (the server exited or closed its end).
+    async fn is_down(&self) -> bool {
+        matches!(&*self.conn.lock().await, Conn::Connected(c) if c.is_closed())
     }
 }
 

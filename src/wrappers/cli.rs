@@ -1,10 +1,13 @@
 //! `code-executor wrappers`: connects to every configured downstream server, generates the
 //! wrapper modules from their live schemas and writes them (only files whose text changed), or
-//! with `--check` reports stale ones and exits non-zero.
+//! with `--check` reports stale ones and exits non-zero. The modules are importable by sandboxed
+//! code, so they hold only what the server-wide policy lets code call: a server the policy closes
+//! is not started, a tool it refuses is left out.
 
 use std::path::{Path, PathBuf};
 
 use super::Module;
+use crate::broker::{Policy, Reach};
 use crate::config::settings::Settings;
 use crate::sandbox::proto::Language;
 
@@ -71,7 +74,16 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
             return Err(WrappersError::Discovery(e.to_string()));
         }
     }
-    let listed = pool.all_tools().await;
+    let policy =
+        Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny).map_err(|e| {
+            WrappersError::Discovery(format!("settings: policy_allow/policy_deny: {e}"))
+        })?;
+    let reach = Reach::policy(&policy);
+    let lookups = pool
+        .server_names()
+        .filter(|name| reach.may_start(name))
+        .map(|name| async { (name.to_string(), pool.tools(name).await) });
+    let listed = futures::future::join_all(lookups).await;
     pool.shutdown().await;
     let mut outcome = Outcome::default();
     let mut servers = Vec::new();
@@ -80,7 +92,11 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
             continue;
         }
         match tools {
-            Ok(tools) => servers.push((name, (*tools).clone())),
+            Ok(tools) => {
+                let visible = tools.iter().filter(|t| reach.sees(&name, &t.name));
+                let visible = visible.cloned().collect();
+                servers.push((name, visible));
+            }
             Err(e) => {
                 eprintln!("skipped {name}: {e}");
                 outcome.failed.push(name);

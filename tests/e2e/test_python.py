@@ -238,7 +238,8 @@ g = await get_tool_schema("mcp__time__get_current_time")
 l = await list_servers()
 {"s": s, "g": g, "l": l}
 """
-    ex = ok_py(client, code)
+    # Look-ups see (and start) only what the code may call.
+    ex = ok_py(client, code, allowed=["mcp__Test-Store__*", "mcp__time__*"])
     s = ex.result["s"]
     matches = s["matches"] if isinstance(s, dict) else s
     assert 1 <= len(matches) <= 3 and {m["server"] for m in matches} == {"Test-Store"}, ex.describe()

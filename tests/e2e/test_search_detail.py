@@ -58,12 +58,13 @@ const [name, summary, full] = await Promise.all(
 );
 return { name: name.matches[0], summary: summary.matches[0], full: full.matches[0], plain: (await searchTools(q, { limit: 1 })).matches[0] };
 """
-    r = ok(fresh, code).result
+    # Look-ups see (and start) only what the code may call.
+    r = ok(fresh, code, allowed=["mcp__time__*"]).result
     assert r["name"] == {"name": "mcp__time__convert_time", "server": "time", "tool": "convert_time"}, r
     assert r["summary"]["description"] == "Convert time between timezones" and "signature" not in r["summary"], r
     assert r["plain"] == r["summary"], r
     assert r["full"]["signature"].startswith("function convert_time(args: {"), r
     ex = run_ts(fresh, 'await searchTools("time", { detail: "everything" });')
     assert not ex.success and 'options.detail must be "name", "summary" or "full"' in ex.error, ex.describe()
-    py = ok_py(fresh, 'r = await search_tools("convert time between timezones", limit=1, detail="full")\nr["matches"][0]')
+    py = ok_py(fresh, 'r = await search_tools("convert time between timezones", limit=1, detail="full")\nr["matches"][0]', allowed=["mcp__time__*"])
     assert py.result == r["full"], py.describe()

@@ -402,7 +402,8 @@ const g = await getToolSchema("mcp__time__get_current_time");
 const l = await listServers();
 return { s, g, l };
 """
-    ex = ok(client, code)
+    # Look-ups see (and start) only what the code may call.
+    ex = ok(client, code, allowed=["mcp__Test-Store__*", "mcp__time__*"])
     matches = ex.result["s"]["matches"] if isinstance(ex.result["s"], dict) else ex.result["s"]
     assert 1 <= len(matches) <= 3 and {m["server"] for m in matches} == {"Test-Store"}, ex.describe()
     assert "timezone" in ex.result["g"]["signature"]
