@@ -29,8 +29,9 @@ use super::pause::Starting;
 use super::proto::{self, HostRequest, Language, WorkerMessage};
 use super::{seed, stage};
 
-/// How many answered host calls may wait for the worker to read them before the host stops
-/// collecting more answers (it keeps reading the worker's lines meanwhile).
+/// How many answered host calls may wait for the worker to read them (in the writer's queue,
+/// and as many again in the reader's) before the host stops collecting more answers; it keeps
+/// reading the worker's lines meanwhile.
 const REPLY_QUEUE: usize = 64;
 
 /// How much of a worker's stderr is kept for diagnostics.
@@ -355,8 +356,9 @@ impl Worker {
 }
 
 /// The reading half of [`Worker::drive`]: every line the worker sends, until it is done.
-/// Finished host calls are handed to the writer only while its queue has room; meanwhile
-/// reading goes on, so the worker's own writes always drain.
+/// Finished host calls are handed to the writer as its queue has room; at most
+/// [`REPLY_QUEUE`] more wait here, and while they do no further answer is collected. Reading
+/// goes on throughout, so the worker's own writes always drain.
 async fn read_lines(
     lines: &mut FramedRead<ChildStdout, LinesCodec>,
     output: &mut OutputBuffer,
@@ -366,6 +368,8 @@ async fn read_lines(
 ) -> Ending {
     let us = || started.elapsed().as_micros() as u64;
     let mut pending = FuturesUnordered::new();
+    // Answers waiting for room in the writer's queue.
+    let mut ready = std::collections::VecDeque::new();
     let mut first = true;
     loop {
         tokio::select! {
@@ -400,11 +404,15 @@ async fn read_lines(
                     Err(e) => return Ending::Failed(format!("protocol violation: {e}")),
                 }
             }
-            // Only this loop sends, so room seen here is still there for `try_send`.
-            Some((id, result)) = pending.next(), if !pending.is_empty() && replies.capacity() > 0 => {
-                if replies.try_send(proto::reply_line(id, &result)).is_err() {
+            Some((id, result)) = pending.next(), if !pending.is_empty() && ready.len() < REPLY_QUEUE => {
+                ready.push_back(proto::reply_line(id, &result));
+            }
+            // Woken as soon as the writer has room again, whatever else is happening.
+            room = replies.reserve(), if !ready.is_empty() => {
+                let (Ok(room), Some(reply)) = (room, ready.pop_front()) else {
                     return Ending::WorkerExited;
-                }
+                };
+                room.send(reply);
             }
         }
     }
