@@ -1,10 +1,13 @@
 //! `code-executor relay`: publishes the MCP port of a server that sits on an internal network
 //! (Docker publishes no port of a container that is only on an internal network), forwarding
-//! each TCP connection to it. It reads nothing it forwards.
+//! each TCP connection to it. It reads nothing it forwards, and closes a connection as soon as
+//! the server closes its side, so a silent client holds a relayed connection no longer than the
+//! server lets it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -53,10 +56,37 @@ pub async fn relay(listener: TcpListener, target: String, shutdown: Cancellation
                 }
             };
             tokio::select! {
-                _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                () = carry(&mut inbound, &mut outbound) => {}
                 _ = shutdown.cancelled() => {}
             }
         });
+    }
+}
+
+/// Carries bytes both ways until the target closes its side (or either side fails). A client
+/// that half-closes still gets the rest of the answer; a client that never sends anything does
+/// not hold the connection once the target has closed it (e.g. the server's header-read
+/// timeout), as waiting for both sides to finish would.
+async fn carry(inbound: &mut TcpStream, outbound: &mut TcpStream) {
+    let (mut from_client, mut to_client) = inbound.split();
+    let (mut from_target, mut to_target) = outbound.split();
+    let requests = async {
+        if tokio::io::copy(&mut from_client, &mut to_target)
+            .await
+            .is_ok()
+        {
+            let _ = to_target.shutdown().await;
+            // The client is done sending; the answer may still be coming.
+            std::future::pending::<()>().await;
+        }
+    };
+    let answers = async {
+        let _ = tokio::io::copy(&mut from_target, &mut to_client).await;
+        let _ = to_client.shutdown().await;
+    };
+    tokio::select! {
+        () = requests => {}
+        () = answers => {}
     }
 }
 
@@ -93,6 +123,30 @@ mod tests {
             c.read_exact(&mut got).await.unwrap();
             assert_eq!(got, word.as_bytes());
         }
+        shutdown.cancel();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_silent_client_is_let_go_when_the_target_closes() {
+        // A real target that closes every connection at once (as the server does with a client
+        // that sends no request before its header-read timeout).
+        let target = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target_addr = target.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((s, _)) = target.accept().await {
+                drop(s);
+            }
+        });
+        let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let front_addr = front.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(relay(front, target_addr.to_string(), shutdown.clone()));
+        // The client sends nothing and never closes: the relay must close it.
+        let mut silent = TcpStream::connect(front_addr).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = silent.read(&mut buf).await.unwrap_or(0);
+        assert_eq!(n, 0, "the relay closes the client's side");
         shutdown.cancel();
         task.await.unwrap();
     }
