@@ -232,6 +232,7 @@ impl Connection {
         let evicted = self.slot.evicted.clone();
         let timeout = self.guard.limits.header_read_timeout;
         let this = Arc::new(self);
+        let state = this.clone();
         let service = hyper::service::service_fn(move |request| {
             let this = this.clone();
             async move { Ok::<_, Infallible>(this.handle(request).await) }
@@ -253,8 +254,12 @@ impl Connection {
                 tracing::debug!("http: closed a pending connection to make room");
             }
             () = shutdown.cancelled() => {
-                connection.as_mut().graceful_shutdown();
-                let _ = connection.await;
+                // A pending connection has nothing worth finishing; an established one finishes
+                // the request in flight (the MCP service cancels executions on shutdown).
+                if state.slot.is_established() {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
             }
         }
     }
@@ -367,10 +372,14 @@ impl Registry {
 }
 
 impl Slot {
+    fn is_established(&self) -> bool {
+        self.established.load(Ordering::Acquire)
+    }
+
     /// Makes the connection established (once); false if it was closed to make room or every
     /// established place is taken.
     fn establish(&self) -> bool {
-        if self.established.load(Ordering::Acquire) {
+        if self.is_established() {
             return true;
         }
         let mut places = self.registry.lock();
