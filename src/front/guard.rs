@@ -27,7 +27,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
@@ -58,6 +58,8 @@ pub const OPS_MAX_CONNECTIONS: usize = 16;
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Pause before accepting again after an accept error (e.g. out of descriptors).
 pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+/// Least time between two warnings that pending connections were closed to make room.
+const EVICTION_WARNING_EVERY: Duration = Duration::from_secs(60);
 
 /// The connection limits of one listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,6 +318,9 @@ struct Places {
     pending: VecDeque<(u64, CancellationToken)>,
     established: usize,
     next_id: u64,
+    /// Pending connections closed to make room since the last warning, and when that was.
+    evicted_unreported: u64,
+    last_warning: Option<Instant>,
 }
 
 /// One connection's place in its registry; given back when the connection ends.
@@ -345,8 +350,10 @@ impl Registry {
         while places.pending.len() >= self.limits.max_pending.max(1) {
             if let Some((_, evict)) = places.pending.pop_front() {
                 evict.cancel();
+                places.evicted_unreported += 1;
             }
         }
+        places.report_evictions();
         let id = places.next_id;
         places.next_id += 1;
         let evicted = CancellationToken::new();
@@ -361,13 +368,37 @@ impl Registry {
 
     /// Closes the oldest pending connection; false if there is none.
     fn evict_oldest(&self) -> bool {
-        match self.lock().pending.pop_front() {
+        let mut places = self.lock();
+        match places.pending.pop_front() {
             Some((_, evict)) => {
                 evict.cancel();
+                places.evicted_unreported += 1;
+                places.report_evictions();
                 true
             }
             None => false,
         }
+    }
+}
+
+impl Places {
+    /// Tells the operator, at most once per [`EVICTION_WARNING_EVERY`], that clients hold
+    /// connections without sending a request.
+    fn report_evictions(&mut self) {
+        if self.evicted_unreported == 0
+            || self
+                .last_warning
+                .is_some_and(|at| at.elapsed() < EVICTION_WARNING_EVERY)
+        {
+            return;
+        }
+        tracing::warn!(
+            closed = self.evicted_unreported,
+            "http: closed pending connections to make room: clients are holding connections \
+             without sending an authenticated request"
+        );
+        self.evicted_unreported = 0;
+        self.last_warning = Some(Instant::now());
     }
 }
 

@@ -191,6 +191,8 @@ def test_idle_and_slow_sockets_do_not_starve_a_token_holder(token_server) -> Non
         # And the server lets go of every idle or slow socket.
         still_open = [i for i, s in enumerate(flood) if not closed_by_peer(s)]
         assert not still_open, f"{len(still_open)} of {FLOOD} idle sockets still open, e.g. #{still_open[:5]}"
+        # The operator is told.
+        assert "closed pending connections to make room" in c.log_tail(20000), c.log_tail()
     finally:
         for s in flood:
             s.close()
