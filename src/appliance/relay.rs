@@ -128,25 +128,46 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_silent_client_is_let_go_when_the_target_closes() {
-        // A real target that closes every connection at once (as the server does with a client
-        // that sends no request before its header-read timeout).
+    async fn silent_clients_do_not_hold_the_relay_once_the_target_closes() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // A real target that counts and closes every connection at once (as the server does
+        // with a client that sends no request before its header-read timeout).
         let target = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let target_addr = target.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((s, _)) = target.accept().await {
-                drop(s);
+        let accepted = Arc::new(AtomicUsize::new(0));
+        tokio::spawn({
+            let accepted = accepted.clone();
+            async move {
+                while let Ok((s, _)) = target.accept().await {
+                    accepted.fetch_add(1, Ordering::SeqCst);
+                    drop(s);
+                }
             }
         });
         let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let front_addr = front.local_addr().unwrap();
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(relay(front, target_addr.to_string(), shutdown.clone()));
-        // The client sends nothing and never closes: the relay must close it.
-        let mut silent = TcpStream::connect(front_addr).await.unwrap();
-        let mut buf = [0u8; 16];
-        let n = silent.read(&mut buf).await.unwrap_or(0);
-        assert_eq!(n, 0, "the relay closes the client's side");
+        // As many clients as the relay carries at once: they send nothing and never close.
+        let mut silent = Vec::new();
+        for _ in 0..MAX_RELAYED {
+            let mut client = TcpStream::connect(front_addr).await.unwrap();
+            let mut buf = [0u8; 16];
+            assert_eq!(client.read(&mut buf).await.unwrap_or(0), 0);
+            silent.push(client);
+        }
+        // One more client is still carried to the target: the silent ones hold no place.
+        let _extra = TcpStream::connect(front_addr).await.unwrap();
+        let reached = tokio::time::timeout(Duration::from_secs(60), async {
+            while accepted.load(Ordering::SeqCst) <= MAX_RELAYED {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(
+            reached.is_ok(),
+            "silent clients hold every place of the relay"
+        );
         shutdown.cancel();
         task.await.unwrap();
     }
