@@ -16,7 +16,9 @@
 //! - A request without the right token gets 401 and its connection is closed at once.
 //! - When the process runs out of descriptors (`EMFILE`), the oldest pending connection is closed
 //!   and accepting resumes after [`ACCEPT_RETRY`].
-//! - A request head (request line and headers) is at most [`MAX_HEAD_BYTES`] (64 KiB).
+//! - A request head (request line and headers) still incomplete after [`MAX_HEAD_BYTES`]
+//!   (64 KiB) gets 431 and its connection is closed (hyper checks between reads, so a head that
+//!   arrives in one burst may reach about twice that).
 //!
 //! The operations endpoint has its own, smaller limits ([`Limits::OPS`]) and paths that need no
 //! token (`/livez`, `/readyz`: probes). Each request's [`Principal`] (the token's fingerprint or,
@@ -54,7 +56,7 @@ pub const MAX_CONNECTIONS: usize = 256;
 pub const OPS_MAX_PENDING_CONNECTIONS: usize = 16;
 /// Established connections of the operations endpoint.
 pub const OPS_MAX_CONNECTIONS: usize = 16;
-/// Largest request head (request line and headers); hyper answers 431 beyond it.
+/// Largest incomplete request head (request line and headers) buffered; hyper answers 431.
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Pause before accepting again after an accept error (e.g. out of descriptors).
 pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);

@@ -2,8 +2,8 @@
 
 - Idle and slow sockets (more than every connection cap, with the server's descriptors lowered so
   they would run out) do not keep a token holder's fresh connection from running code, and the
-  server closes them; a request without the token gets 401 and its connection closed; a body over
-  the limit gets 413.
+  server closes them; a request without the token gets 401 and its connection closed; an
+  oversized request head gets 431, a body over the limit 413.
 - The client session of rate limits and audit records comes from the server, not the client: a
   made-up `Mcp-Session-Id` gets 404 and never reaches the audit log; unchecked `Authorization`
   values do not buy fresh rate-limit buckets. `/metrics` needs the token when there is one; the
@@ -224,6 +224,25 @@ def test_a_request_without_the_token_is_refused_and_its_connection_closed(token_
                 pass
         assert answer.startswith(b"HTTP/1.1 401"), answer[:300]
         assert b"bearer token" in answer, answer[:300]
+    ok(c, "return 1;")
+
+
+def test_an_oversized_request_head_is_refused(token_server) -> None:
+    c, token, _, _ = token_server
+    assert c.port is not None
+    with socket.create_connection(("127.0.0.1", c.port), timeout=10) as s:
+        s.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{c.port}\r\nAuthorization: Bearer {token}\r\n".encode()
+            + b"X-Padding: " + b"a" * (300 * 1024) + b"\r\n\r\n"
+        )
+        s.settimeout(CLOSE_BOUND)
+        answer = b""
+        try:
+            while chunk := s.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:300]
     ok(c, "return 1;")
 
 
