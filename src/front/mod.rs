@@ -1,9 +1,10 @@
 //! The MCP server the client talks to: the rmcp `ServerHandler` over stdio or streamable HTTP
-//! ([`http`], its connections accepted by [`guard`]). Each tool's schema sits next to its handler: `execute` (`executeTypescript`,
-//! `executePython`), `catalog` (`searchTools`, `getToolSchema`, `listServers`) and
-//! `health`. This module routes a call to its handler, parses its arguments, reports progress,
-//! turns a client's cancellation into the execution's, and turns every outcome into
-//! `structuredContent` plus one readable text block. It holds no policy of its own.
+//! ([`http`], its connections accepted by [`guard`]). Each tool's schema sits next to its
+//! handler: `execute` (`executeTypescript`, `executePython`), `catalog` (`searchTools`,
+//! `getToolSchema`, `listServers`) and `health`. This module routes a call to its handler,
+//! parses its arguments, reports progress, turns a client's cancellation into the execution's,
+//! and turns every outcome into `structuredContent` plus one readable text block. It holds no
+//! policy of its own.
 
 mod catalog;
 mod execute;
