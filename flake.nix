@@ -17,9 +17,10 @@
         version = cargoToml.package.version;
         src = lib.cleanSourceWith {
           src = ./.;
+          # `secrets/` holds the appliance's token file (see compose.yaml): never in the store.
           filter = path: type:
             let base = baseNameOf path; in
-            !(builtins.elem base [ "target" ".venv" "deploy" ".git" ]);
+            !(builtins.elem base [ "target" ".venv" "deploy" ".git" "secrets" ]);
         };
         cargoLock.lockFile = ./Cargo.lock;
         # The tests need the runtimes, a Python MCP client and real MCP servers: `scripts/test`.

@@ -17,7 +17,7 @@ use code_executor::catalog::directory;
 use code_executor::config::first_run::{self, FirstRun};
 use code_executor::config::settings::{self, Settings};
 use code_executor::front;
-use code_executor::front::http::HttpAccess;
+use code_executor::front::http::{ALLOW_UNAUTHENTICATED_NETWORK, Exposure, HttpAccess};
 use code_executor::ops::metrics;
 use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
@@ -45,9 +45,13 @@ enum Command {
     /// Serve MCP over stdio (default) or streamable HTTP.
     Serve {
         /// Serve streamable HTTP (endpoint /mcp) instead of stdio, at ADDR (default
-        /// 127.0.0.1:8765; a non-loopback address should come with `http_token_file`).
+        /// 127.0.0.1:8765; an address beyond loopback needs `http_token_file`).
         #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
         http: Option<SocketAddr>,
+        /// Serve HTTP beyond loopback without a token: every host that can reach the port can
+        /// run code and call every configured tool. Only for a network you trust entirely.
+        #[arg(long, requires = "http")]
+        allow_unauthenticated_network: bool,
         /// If the settings file (--config, $CODE_EXECUTOR_CONFIG) does not exist, write it first
         /// from the CODE_EXECUTOR_* variables (servers from $CODE_EXECUTOR_SERVERS as JSON).
         #[arg(long)]
@@ -185,7 +189,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     }
     let settings = Settings::load(cli.config.as_deref())?;
     match cli.command {
-        Command::Serve { http, .. } => serve(settings, http).await,
+        Command::Serve {
+            http,
+            allow_unauthenticated_network,
+            ..
+        } => serve(settings, http, allow_unauthenticated_network).await,
         Command::Healthcheck { addr, timeout } => healthcheck(&settings, addr, timeout).await,
         Command::Posture { .. } | Command::PostureProbe { .. } | Command::Relay { .. } => {
             unreachable!("handled before the settings are loaded")
@@ -260,7 +268,23 @@ async fn relay(listen: SocketAddr, to: String) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode> {
+async fn serve(
+    settings: Settings,
+    http: Option<SocketAddr>,
+    allow_unauthenticated_network: bool,
+) -> Result<ExitCode> {
+    // Before anything starts: an address beyond loopback needs a token or the loud opt-out.
+    let exposure = match http {
+        Some(addr) => Some(
+            front::http::check_exposure(
+                addr,
+                settings.http_token.is_some(),
+                allow_unauthenticated_network,
+            )
+            .map_err(anyhow::Error::msg)?,
+        ),
+        None => None,
+    };
     let app = App::build(settings, true).await?;
     tracing::info!(
         servers = app.discovery.servers.len(),
@@ -275,6 +299,7 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
             addr,
             app.metrics.clone(),
             app.executor.clone(),
+            app.settings.http_token.clone(),
             shutdown.clone(),
             |bound| tracing::info!("serving /livez, /readyz and /metrics at http://{bound}"),
         );
@@ -288,15 +313,18 @@ async fn serve(settings: Settings, http: Option<SocketAddr>) -> Result<ExitCode>
     }
     match http {
         Some(addr) => {
-            if app.settings.http_token.is_none() && !addr.ip().is_loopback() {
+            if exposure == Some(Exposure::UnauthenticatedNetwork) {
                 tracing::warn!(
-                    "serving HTTP on {addr} without a token: anyone who can reach it can run code; set http_token_file"
+                    "UNAUTHENTICATED NETWORK SERVER: serving HTTP on {addr} without a token \
+                     ({ALLOW_UNAUTHENTICATED_NETWORK}); every host that can reach this port can \
+                     run code and call every configured tool. Set http_token_file instead."
                 );
             }
             let access = HttpAccess {
                 token: app.settings.http_token.clone(),
                 extra_hosts: app.settings.http_allowed_hosts.clone(),
                 extra_origins: app.settings.http_allowed_origins.clone(),
+                max_body_bytes: front::http::request_body_limit(app.settings.max_code_bytes),
             };
             let authenticated = access.token.is_some();
             front::http::serve(front, addr, access, shutdown, |bound| {

@@ -25,8 +25,32 @@ const NOT_SETTINGS: &[&str] = &["config", "runtime_mirror", "bin", "log", "http_
 /// a file keeps the secret out of the process environment).
 pub(crate) const HTTP_TOKEN_ENV: &str = "CODE_EXECUTOR_HTTP_TOKEN";
 
-/// Shortest bearer token accepted.
-const MIN_TOKEN_LEN: usize = 16;
+/// Shortest bearer token accepted: 32 characters (`openssl rand -hex 32` makes 64).
+pub(crate) const MIN_TOKEN_LEN: usize = 32;
+/// Fewest distinct characters in a token (`aaaa…` or a repeated word is not a secret; 32 random
+/// hex digits have fewer with odds of 1 in 3·10⁷).
+const MIN_TOKEN_DISTINCT_CHARS: usize = 8;
+/// How an operator makes a token; named in every refusal.
+const MAKE_A_TOKEN: &str = "make one with `openssl rand -hex 32`";
+/// Words that mark a token as a placeholder copied from an example or a manifest (such as
+/// deploy/code-executor.yaml's `REPLACE-WITH-A-LONG-RANDOM-TOKEN`), compared case-insensitively.
+/// Each is at least 6 characters, so a random token holds one by chance with odds below 1 in 10⁷.
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "replace",
+    "changeme",
+    "change-me",
+    "change_me",
+    "placeholder",
+    "example",
+    "your-token",
+    "your_token",
+    "yourtoken",
+    "insert-",
+    "random-token",
+    "token-here",
+    "secret-here",
+    "xxxxxx",
+];
 
 /// Settings as written by the user: every field optional, unknown fields ignored.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -329,24 +353,49 @@ impl Settings {
 
     fn check_token(&self) -> Result<(), SettingsError> {
         match &self.http_token {
-            Some(token) if token.expose().len() < MIN_TOKEN_LEN => Err(SettingsError::Invalid {
-                field: "http_token_file",
-                reason: format!("the token must be at least {MIN_TOKEN_LEN} characters"),
-            }),
-            Some(token)
-                if token
-                    .expose()
-                    .chars()
-                    .any(|c| c.is_whitespace() || c.is_control()) =>
-            {
+            Some(token) => token_problem(token.expose()).map_or(Ok(()), |reason| {
                 Err(SettingsError::Invalid {
                     field: "http_token_file",
-                    reason: "the token must not contain whitespace or control characters".into(),
+                    reason: format!(
+                        "the HTTP token (from http_token_file or {HTTP_TOKEN_ENV}) {reason}; \
+                         {MAKE_A_TOKEN}"
+                    ),
                 })
-            }
-            _ => Ok(()),
+            }),
+            None => Ok(()),
         }
     }
+}
+
+/// Why a token cannot be a secret, if it cannot: too short, too few distinct characters, a
+/// placeholder, or whitespace or control characters.
+pub(crate) fn token_problem(token: &str) -> Option<String> {
+    let length = token.chars().count();
+    if length < MIN_TOKEN_LEN {
+        return Some(format!(
+            "is {length} characters; it must be at least {MIN_TOKEN_LEN}"
+        ));
+    }
+    if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("must not contain whitespace or control characters".into());
+    }
+    let lower = token.to_lowercase();
+    if let Some(word) = PLACEHOLDER_WORDS.iter().find(|w| lower.contains(*w)) {
+        return Some(format!(
+            "is a placeholder (it contains `{word}`), not a secret"
+        ));
+    }
+    let distinct = token
+        .chars()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    if distinct < MIN_TOKEN_DISTINCT_CHARS {
+        return Some(format!(
+            "has only {distinct} distinct characters; it must have at least \
+             {MIN_TOKEN_DISTINCT_CHARS}"
+        ));
+    }
+    None
 }
 
 /// Reads a token file; surrounding whitespace (a trailing newline) is not part of the token.
@@ -434,7 +483,10 @@ mod tests {
                 "CODE_EXECUTOR_POLICY_DENY",
                 "[mcp__Test-Store__delete_*, mcp__time__convert_time]",
             );
-            jail.set_env("CODE_EXECUTOR_HTTP_TOKEN", "0123456789abcdef0123");
+            jail.set_env(
+                "CODE_EXECUTOR_HTTP_TOKEN",
+                "0123456789abcdef0123456789abcdef",
+            );
             let s = Settings::load(None).expect("loads");
             assert_eq!(
                 s.policy_deny,
@@ -442,12 +494,15 @@ mod tests {
             );
             assert_eq!(
                 s.http_token.as_ref().map(Secret::expose),
-                Some("0123456789abcdef0123")
+                Some("0123456789abcdef0123456789abcdef")
             );
             assert!(!format!("{s:?}").contains("0123456789abcdef"));
             jail.set_env("CODE_EXECUTOR_HTTP_TOKEN", "short");
             let err = Settings::load(None).unwrap_err().to_string();
-            assert!(err.contains("at least 16"), "{err}");
+            assert!(
+                err.contains("at least 32") && err.contains("openssl rand -hex 32"),
+                "{err}"
+            );
             Ok(())
         });
     }
@@ -455,16 +510,62 @@ mod tests {
     #[test]
     fn a_token_file_is_read_and_trimmed() {
         figment::Jail::expect_with(|jail| {
-            jail.create_file("token", "file-token-0123456789\n")?;
+            jail.create_file("token", "file-token-0123456789abcdef0123456789\n")?;
             jail.create_file("c.toml", "http_token_file = \"token\"\n")?;
             let s = Settings::load(Some(Path::new("c.toml"))).expect("loads");
             assert_eq!(
                 s.http_token.as_ref().map(Secret::expose),
-                Some("file-token-0123456789")
+                Some("file-token-0123456789abcdef0123456789")
             );
             jail.create_file("c2.toml", "http_token_file = \"missing\"\n")?;
             let err = Settings::load(Some(Path::new("c2.toml"))).unwrap_err();
             assert!(err.to_string().contains("missing"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn placeholder_short_and_weak_tokens_are_refused() {
+        for (token, why) in [
+            // deploy/code-executor.yaml's Secret as shipped.
+            ("REPLACE-WITH-A-LONG-RANDOM-TOKEN", "placeholder"),
+            ("changeme-changeme-changeme-changeme", "placeholder"),
+            ("please-put-your-token-here-0123456789", "placeholder"),
+            ("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "placeholder"),
+            ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "distinct"),
+            ("passwordpasswordpasswordpassword", "distinct"),
+            ("0123456789abcdef0123456789abcde", "at least 32"),
+            ("changeme", "at least 32"),
+            ("0123456789abcdef 0123456789abcdef", "whitespace"),
+        ] {
+            let reason = token_problem(token).unwrap_or_else(|| panic!("{token} accepted"));
+            assert!(reason.contains(why), "{token}: {reason}");
+        }
+        // What the documentation and the compose appliance make.
+        for token in [
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            "q3Jm+4b/TnXc0a1ZpV9sYk2LwE8uHf7GdRi6oPjQ5yM=",
+            "q3Jm4bTnXc0a1ZpV9sYk2LwE8uHf7GdRi6oPjQ5yM",
+        ] {
+            assert_eq!(token_problem(token), None, "{token}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_token_stops_the_load_with_how_to_make_one() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("token", "REPLACE-WITH-A-LONG-RANDOM-TOKEN\n")?;
+            jail.create_file("c.toml", "http_token_file = \"token\"\n")?;
+            let err = Settings::load(Some(Path::new("c.toml")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("http_token_file")
+                    && err.contains("placeholder")
+                    && err.contains("openssl rand -hex 32")
+                    && !err.contains("REPLACE-WITH"),
+                "{err}"
+            );
             Ok(())
         });
     }

@@ -1,30 +1,45 @@
 //! Serving the MCP endpoint over streamable HTTP at `/mcp`.
 //!
-//! Binds 127.0.0.1 unless told otherwise. rmcp's transport checks the `Host` header against the
-//! allowed hosts (loopback names, plus `http_allowed_hosts`; this blocks DNS rebinding) and the
-//! `Origin` header of browser requests against loopback origins plus `http_allowed_origins` (a
-//! foreign page gets 403). With a token configured, every request must carry
-//! `Authorization: Bearer <token>` (compared in constant time) or gets 401. The client's token
-//! stays here: nothing forwards it to downstream servers.
+//! Binds 127.0.0.1 unless told otherwise; [`check_exposure`] refuses an address beyond loopback
+//! without a token unless the operator passes the loudly named `--allow-unauthenticated-network`.
+//! Connections are accepted by [`guard`]: header-read and idle timeouts, connection limits that
+//! keep clients without the token from starving those with it, and, with a token configured,
+//! `Authorization: Bearer <token>` on every request (compared in constant time) or 401. rmcp's
+//! transport then checks the `Host` header against the allowed hosts (loopback names, plus
+//! `http_allowed_hosts`; this blocks DNS rebinding), the `Origin` header of browser requests
+//! against loopback origins plus `http_allowed_origins` (a foreign page gets 403), and the body
+//! size ([`request_body_limit`]; 413 beyond it). The client's token stays here: nothing forwards
+//! it to downstream servers.
+//!
+//! The endpoint is stateless: it issues no MCP session, so an `Mcp-Session-Id` a request carries
+//! is one this server never issued and gets 404. The client session of rate limits and audit
+//! records is the request's [`guard::Principal`] (the token's fingerprint, or the peer's address
+//! without a token), never anything the client chose.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::extract::Request;
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use super::Front;
+use super::guard::{self, Guard, Limits};
 use crate::config::settings::Secret;
 
+/// The name of the flag that lets `serve --http` listen beyond loopback without a token.
+pub const ALLOW_UNAUTHENTICATED_NETWORK: &str = "--allow-unauthenticated-network";
+
+/// Headroom of a request body over the code it carries: JSON escaping (`\n`, `\"`, `\uXXXX`
+/// for non-ASCII text) at most quadruples typical code, plus the JSON-RPC envelope.
+const BODY_PER_CODE_BYTE: usize = 4;
+const BODY_ENVELOPE_BYTES: usize = 64 * 1024;
+
 /// Who may talk to the endpoint.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HttpAccess {
     /// Required bearer token, if any.
     pub token: Option<Secret>,
@@ -32,6 +47,50 @@ pub struct HttpAccess {
     pub extra_hosts: Vec<String>,
     /// Browser origins accepted besides loopback pages.
     pub extra_origins: Vec<String>,
+    /// Largest request body, in bytes ([`request_body_limit`]).
+    pub max_body_bytes: usize,
+}
+
+/// The largest request body `/mcp` reads: `4 × max_code_bytes + 64 KiB` (4.06 MiB with the
+/// default 1 MiB of code), enough for the largest code the executor accepts.
+pub fn request_body_limit(max_code_bytes: usize) -> usize {
+    max_code_bytes
+        .saturating_mul(BODY_PER_CODE_BYTE)
+        .saturating_add(BODY_ENVELOPE_BYTES)
+}
+
+/// How far an address lets the endpoint be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposure {
+    /// Loopback only: this machine's users.
+    Loopback,
+    /// Beyond loopback, with a token.
+    Authenticated,
+    /// Beyond loopback without a token, because the operator said so.
+    UnauthenticatedNetwork,
+}
+
+/// Refuses to serve beyond loopback without a token, unless `allow_unauthenticated_network`.
+pub fn check_exposure(
+    addr: SocketAddr,
+    has_token: bool,
+    allow_unauthenticated_network: bool,
+) -> Result<Exposure, String> {
+    if addr.ip().to_canonical().is_loopback() {
+        return Ok(Exposure::Loopback);
+    }
+    if has_token {
+        return Ok(Exposure::Authenticated);
+    }
+    if allow_unauthenticated_network {
+        return Ok(Exposure::UnauthenticatedNetwork);
+    }
+    Err(format!(
+        "refusing to serve HTTP on {addr} without a token: every host that can reach it could run \
+         code and call every configured tool. Put a random token in a file (`openssl rand -hex 32 \
+         > token`) and set `http_token_file` (or CODE_EXECUTOR_HTTP_TOKEN); or listen on \
+         127.0.0.1; or, only on a network you trust entirely, pass {ALLOW_UNAUTHENTICATED_NETWORK}"
+    ))
 }
 
 /// Serves until `shutdown` is cancelled. Returns once the listener is closed.
@@ -67,52 +126,85 @@ pub async fn serve(
         // handler sends notifications first (progress).
         .with_legacy_session_mode(false)
         .with_json_response(true)
+        .with_max_request_body_bytes(access.max_body_bytes)
         .with_cancellation_token(shutdown.child_token());
     let service = StreamableHttpService::new(
         move || Ok(front.clone()),
         LocalSessionManager::default().into(),
         config,
     );
-    let mut router = axum::Router::new().nest_service("/mcp", service);
-    if let Some(token) = access.token {
-        let expected = Arc::new(Sha256::digest(token.expose().as_bytes()).to_vec());
-        router = router.layer(middleware::from_fn_with_state(expected, require_bearer));
-    }
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(refuse_unissued_sessions));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     bound(listener.local_addr()?);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await
+    let guard = Guard::new(access.token.as_ref(), &[], Limits::MCP);
+    guard::serve(listener, router, guard, shutdown).await
 }
 
-/// Lets a request through only with the right bearer token. Both sides are hashed first, so the
-/// comparison takes the same time whatever the token's length or content.
-async fn require_bearer(
-    State(expected): State<Arc<Vec<u8>>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let authorized = presented.is_some_and(|token| {
-        let digest = Sha256::digest(token.trim().as_bytes());
-        bool::from(digest.as_slice().ct_eq(expected.as_slice()))
-    });
-    if authorized {
-        return next.run(request).await;
+/// The header naming an MCP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// This server issues no session, so any `Mcp-Session-Id` is unknown: 404, as the MCP
+/// specification asks for an unknown session (a client then starts over without one).
+async fn refuse_unissued_sessions(request: Request, next: Next) -> Response {
+    if request.headers().contains_key(SESSION_HEADER) {
+        return (
+            StatusCode::NOT_FOUND,
+            "unknown MCP session: this server is stateless and issues no Mcp-Session-Id; send \
+             requests without one",
+        )
+            .into_response();
     }
-    let reason = if presented.is_some() {
-        "invalid bearer token"
-    } else {
-        "missing bearer token: send `Authorization: Bearer <token>`"
-    };
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        reason,
-    )
-        .into_response()
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beyond_loopback_needs_a_token_or_the_loud_opt_out() {
+        let at = |s: &str| s.parse::<SocketAddr>().unwrap();
+        for local in [
+            "127.0.0.1:8765",
+            "[::1]:8765",
+            "[::ffff:127.0.0.1]:1",
+            "127.9.9.9:1",
+        ] {
+            assert_eq!(
+                check_exposure(at(local), false, false),
+                Ok(Exposure::Loopback)
+            );
+        }
+        for wide in [
+            "0.0.0.0:8765",
+            "[::]:8765",
+            "192.0.2.1:8765",
+            "[::ffff:10.0.0.1]:1",
+        ] {
+            let err = check_exposure(at(wide), false, false).unwrap_err();
+            assert!(
+                err.contains("without a token")
+                    && err.contains("http_token_file")
+                    && err.contains("openssl rand -hex 32")
+                    && err.contains(ALLOW_UNAUTHENTICATED_NETWORK),
+                "{err}"
+            );
+            assert_eq!(
+                check_exposure(at(wide), true, false),
+                Ok(Exposure::Authenticated)
+            );
+            assert_eq!(
+                check_exposure(at(wide), false, true),
+                Ok(Exposure::UnauthenticatedNetwork)
+            );
+        }
+    }
+
+    #[test]
+    fn the_body_limit_fits_the_largest_code() {
+        assert_eq!(request_body_limit(1024 * 1024), 4 * 1024 * 1024 + 64 * 1024);
+        assert_eq!(request_body_limit(usize::MAX), usize::MAX);
+    }
 }

@@ -1,12 +1,14 @@
 //! The MCP server the client talks to: the rmcp `ServerHandler` over stdio or streamable HTTP
-//! ([`http`]). Each tool's schema sits next to its handler: `execute` (`executeTypescript`,
-//! `executePython`), `catalog` (`searchTools`, `getToolSchema`, `listServers`) and
-//! `health`. This module routes a call to its handler, parses its arguments, reports progress,
-//! turns a client's cancellation into the execution's, and turns every outcome into
-//! `structuredContent` plus one readable text block. It holds no policy of its own.
+//! ([`http`], its connections accepted by [`guard`]). Each tool's schema sits next to its
+//! handler: `execute` (`executeTypescript`, `executePython`), `catalog` (`searchTools`,
+//! `getToolSchema`, `listServers`) and `health`. This module routes a call to its handler,
+//! parses its arguments, reports progress, turns a client's cancellation into the execution's,
+//! and turns every outcome into `structuredContent` plus one readable text block. It holds no
+//! policy of its own.
 
 mod catalog;
 mod execute;
+pub mod guard;
 mod health;
 pub mod http;
 mod reply;
@@ -25,7 +27,6 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::Executor;
@@ -60,26 +61,20 @@ struct Caller {
     cancel: CancellationToken,
 }
 
-/// The session a request belongs to: over HTTP the `Mcp-Session-Id` when the client has one,
-/// else a fingerprint of its bearer token (never the token), else `http`; over stdio the one
-/// client of the process, `stdio`.
+/// The session a request belongs to, for rate limits and audit records: over stdio the one
+/// client of the process, `stdio`; over HTTP the [`guard::Principal`] the connection guard
+/// admitted the request as (`http-token:<token fingerprint>`, or `http-peer:<IP>` without a
+/// token). Nothing the client chooses (an `Mcp-Session-Id`, an unchecked `Authorization`)
+/// picks it.
 fn session_of(context: &RequestContext<RoleServer>) -> String {
     let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
         return "stdio".into();
     };
-    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(id) = header("mcp-session-id").filter(|id| is_printable(id)) {
-        return format!("http:{}", id.chars().take(64).collect::<String>());
+    match parts.extensions.get::<guard::Principal>() {
+        Some(principal) => principal.as_str().to_string(),
+        // Every request through the guard carries one; this is a request served otherwise.
+        None => "http".into(),
     }
-    if let Some(auth) = header("authorization") {
-        let digest = Sha256::digest(auth.as_bytes());
-        return format!("http-token:{}", hex::encode(&digest[..6]));
-    }
-    "http".into()
-}
-
-fn is_printable(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_graphic())
 }
 
 /// Every tool, in the order listed.

@@ -1,6 +1,7 @@
 //! What operators can see while the server runs: Prometheus metrics (executions, tool calls,
 //! denials, latencies), the recent error counts `health` reports, and the operations endpoint
-//! (`/livez`, `/readyz`, `/metrics`) served on its own address. Records nothing about content.
+//! (`/livez`, `/readyz`, `/metrics`) served on its own address (`/metrics` needs the HTTP token
+//! when one is configured). Records nothing about content.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -17,6 +18,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
+
+use crate::config::settings::Secret;
+use crate::front::guard::{self, Guard, Limits};
 
 /// How far back `health` counts errors.
 pub(crate) const RECENT_WINDOW: Duration = Duration::from_secs(300);
@@ -216,11 +220,17 @@ struct OpsState {
     ready: Arc<dyn Readiness>,
 }
 
-/// Serves `/livez`, `/readyz` and `/metrics` at `addr` until `shutdown`.
+/// Paths of the operations endpoint that need no token: the probes.
+const OPEN_PATHS: &[&str] = &["/livez", "/readyz"];
+
+/// Serves `/livez`, `/readyz` and `/metrics` at `addr` until `shutdown`, behind the same
+/// connection guard as the MCP endpoint (its own limits). With a `token`, `/metrics` requires it
+/// (`Authorization: Bearer`, as Prometheus sends it); the probes never do.
 pub async fn serve_ops(
     addr: SocketAddr,
     metrics: Arc<Metrics>,
     ready: Arc<dyn Readiness>,
+    token: Option<Secret>,
     shutdown: CancellationToken,
     bound: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
@@ -232,9 +242,8 @@ pub async fn serve_ops(
         .with_state(state);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     bound(listener.local_addr()?);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-        .await
+    let guard = Guard::new(token.as_ref(), OPEN_PATHS, Limits::OPS);
+    guard::serve(listener, router, guard, shutdown).await
 }
 
 async fn readyz(State(state): State<Arc<OpsState>>) -> impl IntoResponse {

@@ -312,9 +312,10 @@ def post(
         return e.code, e.read().decode("utf-8", "replace")
 
 
-def get(port: int, path: str) -> tuple[int, str]:
+def get(port: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=30) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -322,7 +323,7 @@ def get(port: int, path: str) -> tuple[int, str]:
 
 @pytest.fixture
 def token_server(start_server, tmp_path: Path):
-    token = "t0k3n-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:24]
+    token = "t0k3n-" + hashlib.sha256(str(tmp_path).encode()).hexdigest()[:40]
     token_file = tmp_path / "token"
     token_file.write_text(token + "\n")
     ops_port = free_port()
@@ -358,7 +359,7 @@ def test_http_refuses_a_missing_or_wrong_token_and_a_foreign_origin(token_server
 
 
 def test_the_token_never_reaches_downstream_servers(start_server, tmp_path: Path) -> None:
-    token = "env-token-" + "a" * 20
+    token = "env-token-" + hashlib.sha256(b"env-token").hexdigest()[:32]
     c = start_server(
         {"CODE_EXECUTOR_HTTP_TOKEN": token},
         servers=("Test-Store",),
@@ -375,14 +376,16 @@ def test_the_token_never_reaches_downstream_servers(start_server, tmp_path: Path
 
 
 def test_ops_endpoint_serves_liveness_readiness_and_metrics(token_server) -> None:
-    c, _, ops_port = token_server
+    c, token, ops_port = token_server
     assert get(ops_port, "/livez")[0] == 200
     status, body = get(ops_port, "/readyz")
     assert status == 200 and json.loads(body)["ready"] is True, body
     ok(c, 'return 1;')
     ex = run_ts(c, f'return await callMCPTool("{STORE}echo", {{ value: 1 }});', allowed=[])
     assert not ex.success
-    status, metrics = get(ops_port, "/metrics")
+    # With a token configured, /metrics needs it (the probes do not).
+    assert get(ops_port, "/metrics")[0] == 401
+    status, metrics = get(ops_port, "/metrics", {"Authorization": f"Bearer {token}"})
     assert status == 200
     for needle in (
         'code_executor_executions_total{language="typescript",outcome="ok"}',
@@ -391,8 +394,8 @@ def test_ops_endpoint_serves_liveness_readiness_and_metrics(token_server) -> Non
         "code_executor_execution_duration_seconds_bucket",
     ):
         assert needle in metrics, f"{needle} missing from /metrics:\n{metrics[:3000]}"
-    # The ops endpoint needs no token, and the MCP endpoint is not served there.
-    assert get(ops_port, "/mcp")[0] == 404
+    # The MCP endpoint is not served there.
+    assert get(ops_port, "/mcp", {"Authorization": f"Bearer {token}"})[0] == 404
     health = c.structured("health", {})
     assert health["executions"]["maxQueued"] >= 1
     assert health["recentErrors"]["counts"].get("code_error") == 1, health
