@@ -164,7 +164,8 @@ else
   # OOM killer (Docker reports every OOM kill in the container's cgroup as an `oom` event; with
   # memswap_limit = mem_limit the killer fires at the compose limit, so none means memory stayed
   # below it), and its memory now (and its peak during the group, where this host's cgroup v1
-  # lets the suite reset it). A restart is waited out, so the next group starts afresh.
+  # lets the suite reset it); then the server must answer. A restart is waited out first, so the
+  # next group starts afresh.
   memcg=/sys/fs/cgroup/memory/docker/$(docker inspect -f '{{.Id}}' "$cid")
   start_group() {
     mark=$(date +%s)
@@ -183,6 +184,7 @@ else
       wait_healthy
       read -r started restarts < <(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$cid")
     fi
+    mcp alive
     start_group
   }
   # What the executor's /tmp (a 256 MiB tmpfs) holds, in MiB, measured from the host through
@@ -194,10 +196,10 @@ else
     echo $(( (blocks - free) * size / 1048576 ))
   }
   start_group
-  mcp landlock host-origin module-loader webgpu alive
+  mcp landlock host-origin module-loader webgpu
   survives "the module loader, node:* and WebGPU"
   tmp_before=$(tmp_used)
-  mcp disk-limit alive
+  mcp disk-limit
   tmp_after=$(tmp_used)
   if [ -n "$tmp_after" ]; then
     [ "$tmp_after" -lt 64 ]
@@ -205,16 +207,16 @@ else
   fi
   survives "the disk-filling imports"
   if [ -n "${CODE_EXECUTOR_HOSTILE_IMAGE:-}" ]; then
-    mcp downstream-schema alive
+    mcp downstream-schema
     survives "the recursive schema"
-    mcp downstream-answers alive
+    mcp downstream-answers
     survives "the huge, deep and large answers"
-    mcp downstream-slow alive
+    mcp downstream-slow
     survives "the slow tool"
   fi
   relay=$(compose ps -q relay)
   relay_before=$(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$relay")
-  mcp slow-clients alive
+  mcp slow-clients
   survives "the slow clients"
   relay_now=$(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$relay")
   [ "$relay_now" = "$relay_before" ]
