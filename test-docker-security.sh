@@ -3,12 +3,16 @@
 # compose.yaml exactly as an operator would (no hardening flag of its own; only the token file
 # and the published port are chosen here), then checks each hardening claim from inside (the
 # `code-executor posture` report, through `docker exec`: the image has no shell) and from
-# outside (the real MCP endpoint with the official Python SDK, docker inspect).
+# outside (the real MCP endpoint with the official Python SDK, docker inspect). A hostile
+# downstream MCP server (tests/docker/) runs beside it on the `inner` network, added by the
+# override tests/docker/compose.hostile.yaml and named to the appliance through
+# CODE_EXECUTOR_SERVERS, as an operator would.
 #
 #   scripts/build-image && ./test-docker-security.sh
 #
 # One PASS/FAIL line per check; exits 1 if any check fails. DOCKER_TESTING.md explains each.
-# Uses the repository's .venv (scripts/test creates it) for the MCP client.
+# Uses the repository's .venv (scripts/test creates it; PYTHON= names another) for the MCP client
+# and for the hostile server's image (tests/docker/build-hostile-image, built without a registry).
 set -uo pipefail
 cd "$(dirname "$0")"
 
@@ -22,10 +26,11 @@ pass() { echo "PASS $1: $2"; }
 fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
 result() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
 
+files=(-f compose.yaml)
 if docker compose version >/dev/null 2>&1; then
-  compose() { docker compose -p "$project" -f compose.yaml "$@"; }
+  compose() { docker compose -p "$project" "${files[@]}" "$@"; }
 else
-  compose() { docker-compose -p "$project" -f compose.yaml "$@"; }
+  compose() { docker-compose -p "$project" "${files[@]}" "$@"; }
 fi
 
 cleanup() {
@@ -36,8 +41,17 @@ trap cleanup EXIT
 
 docker image inspect "$image" >/dev/null 2>&1 || { echo "FAIL image: $image not built (scripts/build-image)"; exit 1; }
 
+# The hostile downstream server's image (cached by content), and the override adding it.
+if hostile_image=$(tests/docker/build-hostile-image "$python" 2>"$work/hostile-build.log"); then
+  export CODE_EXECUTOR_HOSTILE_IMAGE=$hostile_image
+  export CODE_EXECUTOR_SERVERS='{"hostile": {"type": "http", "url": "http://hostile:8000/mcp"}}'
+  files+=(-f tests/docker/compose.hostile.yaml)
+else
+  fail "hostile downstream image" "$(tail -3 "$work/hostile-build.log")"
+fi
+
 # The operator's two choices: a token file readable by uid 1001, and where to publish.
-head -c 32 /dev/urandom | base64 | tr -d '/+=\n' > "$work/http_token"
+head -c 48 /dev/urandom | base64 | tr -d '/+=\n' > "$work/http_token"
 chmod 0444 "$work/http_token"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export CODE_EXECUTOR_IMAGE=$image
@@ -45,7 +59,7 @@ export CODE_EXECUTOR_TOKEN_FILE=$work/http_token
 export CODE_EXECUTOR_PUBLISH=127.0.0.1:$port
 url=http://127.0.0.1:$port/mcp
 
-echo "== starting the appliance from compose.yaml (project $project, port $port)"
+echo "== starting the appliance from ${files[*]} (project $project, port $port)"
 if ! compose up -d >"$work/up.log" 2>&1; then
   cat "$work/up.log"
   echo "FAIL compose up: the appliance does not start"
@@ -53,14 +67,19 @@ if ! compose up -d >"$work/up.log" 2>&1; then
 fi
 cid=$(compose ps -q executor)
 
+# Waits (up to 3 minutes) until the executor's healthcheck says healthy or unhealthy.
+wait_healthy() {
+  status=starting
+  for _ in $(seq 1 90); do
+    status=$(docker inspect -f '{{.State.Health.Status}}' "$cid" 2>/dev/null)
+    [ "$status" = healthy ] && break
+    [ "$status" = unhealthy ] && break
+    sleep 2
+  done
+}
+
 # --- healthcheck ------------------------------------------------------------------------------
-status=starting
-for _ in $(seq 1 90); do
-  status=$(docker inspect -f '{{.State.Health.Status}}' "$cid" 2>/dev/null)
-  [ "$status" = healthy ] && break
-  [ "$status" = unhealthy ] && break
-  sleep 2
-done
+wait_healthy
 [ "$status" = healthy ]
 result $? "healthcheck reports healthy" "docker health status: $status"
 if [ "$status" != healthy ]; then
@@ -109,12 +128,7 @@ else
 fi
 before=$(sha256sum <"$work/config.toml" 2>/dev/null | cut -c1-16)
 compose restart executor >/dev/null 2>&1
-status=starting
-for _ in $(seq 1 90); do
-  status=$(docker inspect -f '{{.State.Health.Status}}' "$cid" 2>/dev/null)
-  [ "$status" = healthy ] && break
-  sleep 2
-done
+wait_healthy
 docker cp "$cid:/config/config.toml" "$work/config2.toml" 2>/dev/null
 after=$(sha256sum <"$work/config2.toml" 2>/dev/null | cut -c1-16)
 [ -n "$before" ] && [ "$before" = "$after" ] && [ "$status" = healthy ]
@@ -144,6 +158,69 @@ else
   now=$(docker inspect -f '{{.State.StartedAt}} {{.State.Running}} {{.RestartCount}}' "$cid")
   [ "$now" = "$started true 0" ]
   result $? "server survives the fork bomb" "StartedAt/Running/RestartCount: $now"
+
+  # --- crossings found by hostile testing ----------------------------------------------------
+  # After each group: the executor container was not restarted, nothing in it was killed by the
+  # OOM killer (Docker reports every OOM kill in the container's cgroup as an `oom` event; with
+  # memswap_limit = mem_limit the killer fires at the compose limit, so none means memory stayed
+  # below it), and its memory now (and its peak during the group, where this host's cgroup v1
+  # lets the suite reset it); then the server must answer. A restart is waited out first, so the
+  # next group starts afresh.
+  memcg=/sys/fs/cgroup/memory/docker/$(docker inspect -f '{{.Id}}' "$cid")
+  start_group() {
+    mark=$(date +%s)
+    { [ -w "$memcg/memory.max_usage_in_bytes" ] && echo 0 >"$memcg/memory.max_usage_in_bytes"; } 2>/dev/null
+  }
+  restarts=0
+  survives() {
+    local now oom mem peak=""
+    now=$(docker inspect -f '{{.State.StartedAt}} {{.State.Running}} {{.RestartCount}}' "$cid")
+    oom=$(docker events --since "$mark" --until "$(date +%s)" --filter "container=$cid" --filter event=oom --format x | wc -l)
+    mem=$(docker stats --no-stream --format '{{.MemUsage}}' "$cid")
+    [ -r "$memcg/memory.max_usage_in_bytes" ] && peak="; peak $(($(cat "$memcg/memory.max_usage_in_bytes") / 1048576)) MiB"
+    [ "$now" = "$started true $restarts" ] && [ "$oom" = 0 ]
+    result $? "server survives $1" "StartedAt/Running/RestartCount: $now; OOM kills: $oom; memory now $mem$peak"
+    if [ "$now" != "$started true $restarts" ]; then
+      wait_healthy
+      read -r started restarts < <(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$cid")
+    fi
+    mcp alive
+    start_group
+  }
+  # What the executor's /tmp (a 256 MiB tmpfs) holds, in MiB, measured from the host through
+  # /proc/PID/root (there is no shell in the image); empty where this host does not allow it.
+  tmp_used() {
+    local pid blocks free size
+    pid=$(docker inspect -f '{{.State.Pid}}' "$cid")
+    read -r blocks free size < <(stat -f -c '%b %f %S' "/proc/$pid/root/tmp" 2>/dev/null) || return 0
+    echo $(( (blocks - free) * size / 1048576 ))
+  }
+  start_group
+  mcp landlock host-origin module-loader webgpu
+  survives "the module loader, node:* and WebGPU"
+  tmp_before=$(tmp_used)
+  mcp disk-limit
+  tmp_after=$(tmp_used)
+  if [ -n "$tmp_after" ]; then
+    [ "$tmp_after" -lt 64 ]
+    result $? "/tmp not filled by the imports" "the executor's /tmp (256 MiB tmpfs) holds $tmp_before MiB before, $tmp_after MiB after"
+  fi
+  survives "the disk-filling imports"
+  if [ -n "${CODE_EXECUTOR_HOSTILE_IMAGE:-}" ]; then
+    mcp downstream-schema
+    survives "the recursive schema"
+    mcp downstream-answers
+    survives "the huge, deep and large answers"
+    mcp downstream-slow
+    survives "the slow tool"
+  fi
+  relay=$(compose ps -q relay)
+  relay_before=$(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$relay")
+  mcp slow-clients
+  survives "the slow clients"
+  relay_now=$(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$relay")
+  [ "$relay_now" = "$relay_before" ]
+  result $? "relay survives the slow clients" "StartedAt/RestartCount before: $relay_before, after: $relay_now"
 fi
 
 echo

@@ -2,14 +2,22 @@
 
     python mcp-checks.py URL TOKEN_FILE CHECK...
 
-CHECK is one of: auth, hostile, hostile-python, memory-bomb, alive. Prints one `PASS name: detail`
-or `FAIL name: detail` line per check and exits 1 if any failed. The client is the official MCP
-Python SDK over streamable HTTP, with the bearer token the appliance requires.
+CHECK is one of: auth, hostile, hostile-python, memory-bomb, alive, landlock, host-origin,
+module-loader, disk-limit, webgpu, downstream-schema, downstream-answers, downstream-slow,
+slow-clients. Prints one `PASS name: detail` or `FAIL name: detail` line per check and exits 1 if
+any failed. The client is the official MCP Python SDK over streamable HTTP, with the bearer token
+the appliance requires. The downstream-* checks expect the hostile server of tests/docker/ as
+the downstream server `hostile` (test-docker-security.sh starts it).
+
+Checks assert refusals and survival, never the wording of a refusal (other than the "disk limit"
+the sandbox promises): what the server says when it refuses may change, that it refuses may not.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -19,10 +27,18 @@ import anyio
 import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
 
 URL, TOKEN_FILE, CHECKS = sys.argv[1], sys.argv[2], sys.argv[3:]
 TOKEN = open(TOKEN_FILE).read().strip()
 failures = 0
+
+
+def describe(e: BaseException) -> str:
+    """An exception in a line: the first leaf of an exception group (anyio's task groups wrap)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return f"{type(e).__name__}: {e}"
 
 
 def report(name: str, passed: bool, detail: str) -> None:
@@ -32,25 +48,41 @@ def report(name: str, passed: bool, detail: str) -> None:
     print(f"{'PASS' if passed else 'FAIL'} {name}: {detail}", flush=True)
 
 
-async def call(tool: str, args: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+async def call_raw(tool: str, args: dict[str, Any], timeout: float = 120) -> CallToolResult:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(timeout, read=timeout)) as http:
         async with streamable_http_client(URL, http_client=http) as (read, write):
             async with ClientSession(read, write) as session:
                 with anyio.fail_after(60):
                     await session.initialize()
-                result = await session.call_tool(tool, args)
-                if result.structured_content is not None:
-                    return dict(result.structured_content)
-                text = "".join(getattr(c, "text", "") for c in result.content)
-                return {"success": False, "error": text, "output": ""}
+                return await session.call_tool(tool, args)
 
 
-def run(tool: str, code: str, timeout_ms: int = 30000) -> dict[str, Any]:
-    return anyio.run(call, tool, {"code": code, "timeoutMs": timeout_ms})
+async def call(tool: str, args: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+    result = await call_raw(tool, args, timeout)
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    return {"success": False, "error": text_of(result), "output": ""}
+
+
+def text_of(result: CallToolResult) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def reply_bytes(result: CallToolResult) -> int:
+    """Size of a reply as the client received it (text blocks plus structured content)."""
+    return len(text_of(result).encode()) + len(json.dumps(result.structured_content or {}).encode())
+
+
+def run(tool: str, code: str, timeout_ms: int = 30000, allowed: list[str] | None = None) -> dict[str, Any]:
+    args: dict[str, Any] = {"code": code, "timeoutMs": timeout_ms}
+    if allowed is not None:
+        args["allowedTools"] = allowed
+    return anyio.run(call, tool, args, max(120, timeout_ms / 1000 + 60))
 
 
 def raw_post(headers: dict[str, str]) -> int:
+    """POSTs an `initialize` to /mcp with `headers` (which may replace Host) and returns the status."""
     body = json.dumps(
         {
             "jsonrpc": "2.0",
@@ -177,6 +209,408 @@ def memory_bomb() -> None:
     )
 
 
+# --- what must never come back -------------------------------------------------------------------
+
+# /etc/passwd lines, and words only the settings file (/config/config.toml) holds.
+LEAK_RE = re.compile(r"root:[^:\n]*:0:0:|executor:x:1001|ops_listen|audit_log_dir|http_token_file")
+
+
+def leaked(text: str) -> list[str]:
+    found = sorted(set(LEAK_RE.findall(text)))
+    return found + (["the token"] if TOKEN in text else [])
+
+
+def attempts_of(r: dict[str, Any]) -> dict[str, str] | None:
+    """The JSON object of attempts the code printed last, if it printed one."""
+    try:
+        attempts = json.loads((r.get("output") or "").strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+    return attempts if isinstance(attempts, dict) and attempts else None
+
+
+# Each attempt records "ALLOWED: <what it got>" or "refused: <error>"; a promise that settles
+# neither way within 5 s counts as allowed (a refusal is immediate).
+ATTEMPT_TS = r"""
+const attempts = {};
+async function attempt(name, fn) {
+  let timer;
+  const hung = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error("HUNG")), 5000); });
+  try {
+    const v = await Promise.race([fn(), hung]);
+    attempts[name] = "ALLOWED: " + String(JSON.stringify(v) ?? v).slice(0, 200);
+  } catch (e) {
+    const msg = String(e?.message ?? e);
+    attempts[name] = msg === "HUNG" ? "ALLOWED: no answer in 5 s" : "refused: " + String(e?.name ?? "Error") + ": " + msg.slice(0, 160);
+  } finally { clearTimeout(timer); }
+}
+"""
+
+MODULE_LOADER_TS = ATTEMPT_TS + r"""
+const text = { with: { type: "text" } };
+const json = { with: { type: "json" } };
+for (const [label, url] of [["/etc/passwd", "file:///etc/passwd"], ["/config/config.toml", "file:///config/config.toml"],
+                            ["/run/secrets/http_token", "file:///run/secrets/http_token"]]) {
+  await attempt("import " + label + " as text", () => import(url, text).then((m) => m.default));
+  await attempt("import " + label + " as JSON", () => import(url, json).then((m) => m.default));
+  await attempt("import " + label + " as a module", () => import(url).then((m) => Object.keys(m)));
+}
+await attempt("import https://", () => import("https://deno.land/std@0.224.0/path/mod.ts").then((m) => Object.keys(m)));
+await attempt("import http://executor:8765", () => import("http://executor:8765/mcp").then((m) => Object.keys(m)));
+await attempt("import http://hostile:8000", () => import("http://hostile:8000/mcp").then((m) => Object.keys(m)));
+await attempt("import npm:", () => import("npm:left-pad@1.3.0").then((m) => Object.keys(m)));
+await attempt("import jsr:", () => import("jsr:@std/path@1").then((m) => Object.keys(m)));
+const node = (name) => import("node:" + name).then((m) => m.default ?? m);
+await attempt("node:fs readFileSync /etc/passwd", () => node("fs").then((fs) => fs.readFileSync("/etc/passwd", "utf8")));
+await attempt("node:fs readFileSync the token", () => node("fs").then((fs) => fs.readFileSync("/run/secrets/http_token", "utf8")));
+await attempt("node:fs readFileSync the settings", () => node("fs").then((fs) => fs.readFileSync("/config/config.toml", "utf8")));
+await attempt("node:fs readdirSync /", () => node("fs").then((fs) => fs.readdirSync("/")));
+await attempt("node:fs/promises readFile /etc/passwd", () => node("fs/promises").then((fs) => fs.readFile("/etc/passwd", "utf8")));
+await attempt("node:child_process execSync", () => node("child_process").then((cp) => cp.execSync("id").toString()));
+await attempt("node:child_process spawnSync", () => node("child_process").then((cp) => {
+  const r = cp.spawnSync("/usr/local/bin/code-executor", ["--version"]);
+  if (r.error) throw r.error;
+  return String(r.stdout);
+}));
+for (const [host, port] of [["executor", 8765], ["127.0.0.1", 8765], ["127.0.0.1", 9464]]) {
+  await attempt(`node:net connect ${host}:${port}`, () => node("net").then((net) => new Promise((resolve, reject) => {
+    const s = net.connect({ host, port });
+    s.on("connect", () => { s.destroy(); resolve("connected"); });
+    s.on("error", reject);
+  })));
+}
+await attempt("node:os userInfo", () => node("os").then((os) => os.userInfo()));
+await attempt("node:os homedir", () => node("os").then((os) => os.homedir()));
+await attempt("node:process env", () => import("node:process").then((p) => JSON.stringify((p.default ?? p).env)));
+await attempt("node:process env.HOME", () => import("node:process").then((p) => {
+  const v = (p.default ?? p).env.HOME;
+  if (v === undefined) throw new Error("no HOME visible");
+  return v;
+}));
+console.log(JSON.stringify(attempts));
+"""
+
+
+def module_loader() -> None:
+    r = run("executeTypescript", MODULE_LOADER_TS, timeout_ms=60000)
+    attempts = attempts_of(r)
+    if attempts is None:
+        report("module loader and node:* refused", False, f"no attempt report: {json.dumps(r)[:400]}")
+        return
+    allowed = {k: v for k, v in attempts.items() if not v.startswith("refused")}
+    leaks = leaked(json.dumps(r))
+    report(
+        "module loader and node:* refused",
+        not allowed and not leaks,
+        f"{len(attempts)} attempts (file:, https:, http:, npm:, jsr: imports; node:fs, child_process, net, os, "
+        f"process), allowed: {allowed or 'none'}; leaked: {leaks or 'nothing'}",
+    )
+
+
+# 40 dynamic imports of 3 MiB TypeScript modules: Deno caches what it analyses in the worker's
+# private directory on /tmp (a 256 MiB tmpfs shared by every worker). Without the sandbox's disk
+# limit this grew to 417 MiB in one execution.
+DISK_FILL_TS = r"""
+const big = "export const x = " + JSON.stringify("a".repeat(3 << 20)) + ";";
+let imported = 0;
+for (let i = 0; i < 40; i++) {
+  await import("data:application/typescript;base64," + btoa(big + "// " + i));
+  imported++;
+}
+imported
+"""
+
+
+def disk_limit() -> None:
+    r = run("executeTypescript", DISK_FILL_TS, timeout_ms=150000)
+    error = str(r.get("error") or "")
+    report(
+        "dynamic imports stopped at the disk limit",
+        r.get("success") is False and "disk limit" in error,
+        f"success={r.get('success')} result={r.get('result')!r} error={error[:200]!r}",
+    )
+
+
+WEBGPU_TS = r"""
+const gpu = navigator.gpu;
+let adapter = null, failure = null;
+try { adapter = gpu ? await gpu.requestAdapter() : null; } catch (e) { failure = String(e?.name ?? e); }
+if (adapter) {
+  const device = await adapter.requestDevice();
+  const module = device.createShaderModule({ code: "@compute @workgroup_size(1) fn main() {}" });
+  await device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" } });
+}
+const report = { gpu: gpu !== undefined, adapter: adapter !== null, failure };
+report
+"""
+
+WEBGPU_WORKER_TS = r"""
+const src = "let a = null; try { a = navigator.gpu ? await navigator.gpu.requestAdapter() : null; } catch {} postMessage(a !== null);";
+const w = new Worker("data:text/javascript," + encodeURIComponent(src), { type: "module" });
+const got = await new Promise((resolve) => {
+  w.onmessage = (e) => resolve(e.data);
+  w.onerror = (e) => { e.preventDefault(); resolve("worker error: " + e.message); };
+});
+w.terminate();
+const report = { adapter: got === true, got };
+report
+"""
+
+WEBGPU_PY = r"""
+import js
+gpu = getattr(js.navigator, "gpu", None)
+adapter = None
+try:
+    adapter = (await gpu.requestAdapter()) if gpu is not None else None
+except Exception as e:
+    adapter = None
+{"gpu": gpu is not None, "adapter": not (adapter is None or str(adapter) == "jsnull")}
+"""
+
+
+def webgpu() -> None:
+    runs = {
+        "TypeScript": run("executeTypescript", WEBGPU_TS),
+        "Web Worker": run("executeTypescript", WEBGPU_WORKER_TS),
+        "Python": run("executePython", WEBGPU_PY),
+    }
+    # Each execution ran to its end and reported no adapter.
+    got = {k: r.get("result") if r.get("success") else f"failed: {str(r.get('error'))[:120]}" for k, r in runs.items()}
+    reports = {k: r.get("result") for k, r in runs.items() if r.get("success")}
+    ran = len(reports) == len(runs) and all(isinstance(x, dict) and "adapter" in x for x in reports.values())
+    adapters = [k for k, x in reports.items() if isinstance(x, dict) and x.get("adapter") is not False]
+    report("WebGPU gives no adapter (TypeScript, Web Worker, Python)", ran and not adapters, f"{got}")
+
+
+def landlock() -> None:
+    health = anyio.run(call, "health", {})
+    runtime = health.get("runtime") or {}
+    value = str(runtime.get("landlock"))
+    report("Landlock in force under the workers", value.startswith("ABI "), f"health runtime.landlock={value!r}")
+
+
+def host_origin() -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    right = raw_post(auth)
+    evil_host = raw_post({**auth, "Host": "evil.example"})
+    evil_host_port = raw_post({**auth, "Host": "evil.example:8765"})
+    evil_origin = raw_post({**auth, "Origin": "http://evil.example"})
+    refused = all(400 <= c < 500 for c in (evil_host, evil_host_port, evil_origin))
+    report(
+        "foreign Host and Origin refused with the token",
+        right == 200 and refused,
+        f"right Host: {right}; Host evil.example: {evil_host}; Host evil.example:8765: {evil_host_port}; "
+        f"Origin http://evil.example: {evil_origin}",
+    )
+
+
+# --- the hostile downstream server (tests/docker/hostile_server.py, server `hostile`) ------------
+
+def tool_name(tool: str) -> str:
+    return f"mcp__hostile__{tool}"
+
+
+PING_TS = 'await callMCPTool("mcp__hostile__ping", {})'
+
+
+def downstream_reachable() -> str:
+    r = run("executeTypescript", PING_TS, allowed=[tool_name("ping")])
+    if r.get("success") and "pong" in json.dumps(r.get("result")):
+        return "pong"
+    return f"no pong: {json.dumps(r)[:200]}"
+
+
+def front_answer(tool: str, args: dict[str, Any]) -> str:
+    """Calls one of the server's own tools; describes the reply (an answer or a clear error)."""
+    result = anyio.run(call_raw, tool, args, 180)
+    size = reply_bytes(result)
+    kind = "error" if result.is_error else "answer"
+    ok = size <= 1024 * 1024 and (not result.is_error or bool(text_of(result).strip()))
+    return f"{'ok' if ok else 'BAD'} {kind} of {size} bytes: {text_of(result)[:100]!r}"
+
+
+SCHEMA_TS = r"""
+const out = {};
+try { const s = await getToolSchema("mcp__hostile__recursive_schema"); out.schema = JSON.stringify(s).length; }
+catch (e) { out.schema = "error: " + String(e?.message ?? e).slice(0, 120); }
+try { const s = await searchTools("recursive tree property", { detail: "full" }); out.search = JSON.stringify(s).length; }
+catch (e) { out.search = "error: " + String(e?.message ?? e).slice(0, 120); }
+try { out.call = await callMCPTool("mcp__hostile__recursive_schema", { node: { p00: { p01: { p02: {} } } } }); }
+catch (e) { out.call = "error: " + String(e?.message ?? e).slice(0, 120); }
+out
+"""
+
+
+def downstream_schema() -> None:
+    reach = downstream_reachable()
+    details = [f"ping: {reach}"]
+    ok = reach == "pong"
+    for tool, args in (
+        ("getToolSchema", {"name": tool_name("recursive_schema")}),
+        ("searchTools", {"query": "recursive tree property", "detail": "full"}),
+    ):
+        try:
+            answer = front_answer(tool, args)
+        except Exception as e:  # the server died or dropped the connection
+            answer = f"BAD no answer: {describe(e)}"
+        ok = ok and answer.startswith("ok")
+        details.append(f"{tool}: {answer}")
+    # From code: the lookups and a call with a nested argument end (answer or error) within the
+    # execution, and what comes back is bounded by the output cap.
+    try:
+        r = run("executeTypescript", SCHEMA_TS, timeout_ms=60000, allowed=[tool_name("recursive_schema")])
+        in_code = r.get("success") is True and len(json.dumps(r)) <= 2 * 1024 * 1024
+        details.append(
+            f"from code: success={r.get('success')} {json.dumps(r.get('result'))[:200]} {str(r.get('error') or '')[:120]}"
+        )
+    except Exception as e:
+        in_code = False
+        details.append(f"from code: BAD no answer: {describe(e)}")
+    ok = ok and in_code
+    report("recursive input schema answered, bounded", ok, "; ".join(details))
+
+
+def downstream_call_ts(tool: str, args: dict[str, Any]) -> str:
+    return f"""
+let size = null, error = null;
+try {{
+  const r = await callMCPTool({json.dumps(tool_name(tool))}, {json.dumps(args)});
+  size = (typeof r === "string" ? r : JSON.stringify(r) ?? "").length;
+}} catch (e) {{ error = String(e?.message ?? e).slice(0, 300); }}
+const outcome = {{ size, error }};
+outcome
+"""
+
+
+# What the sandbox may receive from one downstream answer (max_result_bytes, default 8 MiB).
+MAX_RESULT_BYTES = 8 * 1024 * 1024
+
+
+def downstream_answers() -> None:
+    details = [f"ping: {downstream_reachable()}"]
+    ok = True
+    for tool, args in (("huge_answer", {}), ("deep_answer", {})):
+        r = run("executeTypescript", downstream_call_ts(tool, args), timeout_ms=60000, allowed=[tool_name(tool)])
+        res = r.get("result") if isinstance(r.get("result"), dict) else {}
+        # Refused with an error the code sees, or handed over capped (never the whole answer).
+        refused = bool(res.get("error"))
+        capped = res.get("size") is not None and res["size"] <= MAX_RESULT_BYTES
+        this = r.get("success") is True and (refused or capped)
+        ok = ok and this
+        details.append(
+            f"{tool}: {'ok' if this else 'BAD'} success={r.get('success')} size={res.get('size')} "
+            f"error={str(res.get('error') or r.get('error'))[:160]!r}"
+        )
+    # 4 MiB of text, printed: the reply is capped by the output limit (1 MiB, carried twice).
+    code = (
+        'const t = await callMCPTool("mcp__hostile__large_text", { mib: 4 });\n'
+        'const s = typeof t === "string" ? t : JSON.stringify(t);\n'
+        "console.log(s);\n"
+        "s.length"
+    )
+    args = {"code": code, "timeoutMs": 60000, "allowedTools": [tool_name("large_text")]}
+    result = anyio.run(call_raw, "executeTypescript", args, 180)
+    size = reply_bytes(result)
+    sc = result.structured_content or {}
+    this = size <= 3 * 1024 * 1024
+    ok = ok and this
+    details.append(
+        f"large_text (4 MiB, printed): {'ok' if this else 'BAD'} reply {size} bytes, success={sc.get('success')} "
+        f"error={str(sc.get('error'))[:120]!r}"
+    )
+    details.append(f"ping after: {downstream_reachable()}")
+    report("huge, deep and large downstream answers refused or capped", ok, "; ".join(details))
+
+
+def downstream_slow() -> None:
+    # The tool sleeps an hour. The tool-call timeout (5 s, set by tests/docker/compose.hostile.yaml)
+    # ends the call well before the execution's own 60 s deadline: the code sees an error.
+    code, allowed = downstream_call_ts("slow", {"seconds": 3600}), [tool_name("slow")]
+    r = run("executeTypescript", code, timeout_ms=60000, allowed=allowed)
+    res = r.get("result") if isinstance(r.get("result"), dict) else {}
+    timed_out = r.get("success") is True and bool(res.get("error"))
+    # And an execution whose deadline comes first ends at it, the call abandoned.
+    d = run("executeTypescript", code, timeout_ms=2000, allowed=allowed)
+    deadline = d.get("success") is False or bool((d.get("result") or {}).get("error"))
+    report(
+        "slow downstream tool ends at the timeouts",
+        timed_out and deadline,
+        f"tool-call timeout: success={r.get('success')} error={str(res.get('error') or r.get('error'))[:160]!r}; "
+        f"execution deadline first: success={d.get('success')} error={str(d.get('error'))[:120]!r}",
+    )
+
+
+# --- slow clients -------------------------------------------------------------------------------
+
+SLOW_CLIENTS = 300  # above the relay's 256 relayed connections and the server's pending cap
+SLOW_CLIENT_BOUND_S = 60  # how long the authenticated execution may take while they hang on
+
+
+async def slow_clients_async() -> tuple[bool, str]:
+    host, port = re.match(r"http://([^:/]+):(\d+)", URL).groups()
+    conns = [await asyncio.open_connection(host, int(port)) for _ in range(SLOW_CLIENTS)]
+    head = f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\nContent-Length: 99\r\n"
+    # Every other one sends its request head a byte a second; the rest send nothing.
+    dripping = [w for _, w in conns[::2]]
+
+    async def drip() -> None:
+        for byte in head.encode():
+            for w in dripping:
+                if not w.is_closing():
+                    w.write(bytes([byte]))
+            await asyncio.sleep(1)
+
+    dripper = asyncio.create_task(drip())
+    try:
+        with anyio.fail_after(SLOW_CLIENT_BOUND_S):
+            r = await call("executeTypescript", {"code": "console.log(6 * 7)"}, SLOW_CLIENT_BOUND_S)
+        ok = bool(r.get("success")) and "42" in (r.get("output") or "")
+        detail = f"authenticated execution: success={r.get('success')} output={str(r.get('output')).strip()!r}"
+    except TimeoutError:
+        ok, detail = False, f"authenticated execution: no answer in {SLOW_CLIENT_BOUND_S} s"
+    except Exception as e:
+        ok, detail = False, f"authenticated execution: {type(e).__name__}: {e}"
+    dripper.cancel()
+    closed = sum(await asyncio.gather(*(closed_by_peer(r) for r, _ in conns)))
+    for _, w in conns:
+        w.close()
+    return ok, (
+        f"{SLOW_CLIENTS} tokenless connections through the relay ({len(dripping)} sending a byte a second, "
+        f"the rest idle), {closed} of them closed by the far side by then; {detail}"
+    )
+
+
+async def closed_by_peer(reader: asyncio.StreamReader) -> bool:
+    """Whether the far side has closed (whatever it sent before closing is read and dropped)."""
+    try:
+        while True:
+            data = await asyncio.wait_for(reader.read(65536), 0.05)
+            if not data:
+                return True
+    except asyncio.TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+
+
+def slow_clients() -> None:
+    ok, detail = asyncio.run(slow_clients_async())
+    report("slow clients without the token do not starve one with it", ok, detail)
+
+
+CHECK_FUNCTIONS = {
+    "landlock": landlock,
+    "host-origin": host_origin,
+    "module-loader": module_loader,
+    "disk-limit": disk_limit,
+    "webgpu": webgpu,
+    "downstream-schema": downstream_schema,
+    "downstream-answers": downstream_answers,
+    "downstream-slow": downstream_slow,
+    "slow-clients": slow_clients,
+}
+
+
 for check in CHECKS:
     try:
         if check == "auth":
@@ -189,9 +623,11 @@ for check in CHECKS:
             memory_bomb()
         elif check == "alive":
             alive("server answers (TypeScript and Python)")
+        elif check in CHECK_FUNCTIONS:
+            CHECK_FUNCTIONS[check]()
         else:
             report(check, False, "unknown check")
-    except Exception as e:  # a check that cannot run is a failure
-        report(check, False, f"{type(e).__name__}: {e}")
+    except Exception as e:  # a check that cannot run is a failure (the server died, say)
+        report(check, False, describe(e))
 
 sys.exit(1 if failures else 0)
