@@ -322,3 +322,43 @@ async fn signals_and_abstract_sockets_outside_the_jail_are_refused() {
     assert!(out.contains("signal refused"), "{out}");
     assert!(out.contains("abstract refused"), "{out}");
 }
+
+#[tokio::test]
+async fn a_lower_limit_of_the_server_is_kept_not_raised() {
+    // A server started under a lower descriptor limit than the jail's must still start
+    // workers: the jail lowers limits, it never fails trying to raise one.
+    let python = which_python();
+    let grants = FsGrants {
+        executables: vec![python.clone().into()],
+        reads: vec!["/".into()],
+        ..FsGrants::default()
+    };
+    let code = "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE))";
+    let mut cmd = tokio::process::Command::new(&python);
+    cmd.args(["-c", code])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit in the child, registered before the jail so that it runs first (as if
+    // the server had been started under it); no memory of ours is involved.
+    unsafe {
+        cmd.pre_exec(|| {
+            let low = libc::rlimit {
+                rlim_cur: 100,
+                rlim_max: 100,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &low) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    confine(&mut cmd, JailPolicy::default(), &grants).unwrap();
+    let out = cmd.output().await.expect("the jailed child starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "(100, 100)");
+}

@@ -61,7 +61,7 @@ pub fn confine(cmd: &mut Command, policy: JailPolicy, filesystem: &FsGrants) -> 
     // SAFETY: getpid is always safe; it is read here, in the parent, before fork.
     let parent = unsafe { libc::getpid() };
     let filters = filters();
-    // SAFETY: `enter` runs between fork and exec. It makes plain syscalls (prctl, setrlimit,
+    // SAFETY: `enter` runs between fork and exec. It makes plain syscalls (prctl, get/setrlimit,
     // getppid, capset, seccomp, close_range, _exit) on values prepared before the fork and moved
     // in. The one library call that may allocate, `caps::clear`, is safe here because the
     // child comes from glibc's fork(), which re-initialises malloc's locks in the child.
@@ -290,7 +290,16 @@ pub(crate) fn landlock_abi() -> i32 {
     i32::try_from(abi).unwrap_or(0).max(0)
 }
 
+/// Sets soft and hard `resource` to `value`, or to the current hard limit when that is lower
+/// (an unprivileged process can only lower it, and the server may itself run under a lower one).
 fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
+    let mut current = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `current` is a valid rlimit the kernel fills in; it outlives the call.
+    check(unsafe { libc::getrlimit(resource, &mut current) })?;
+    let value = value.min(current.rlim_max);
     let limit = libc::rlimit {
         rlim_cur: value,
         rlim_max: value,
