@@ -63,7 +63,8 @@ pub struct FsGrants {
     pub reads: Vec<PathBuf>,
     /// Existing files it may read, write and truncate, but not create, rename or remove.
     pub writable_files: Vec<PathBuf>,
-    /// Directory trees it may read and write in full (the trusted snapshot run only).
+    /// Directory trees it may read, create regular files and directories in, write, rename
+    /// within and remove from (no devices, sockets, pipes or links).
     pub writable_trees: Vec<PathBuf>,
 }
 
@@ -112,7 +113,13 @@ impl FsGrants {
         let read_tree = AccessFs::ReadFile | AccessFs::ReadDir;
         let run = AccessFs::ReadFile | AccessFs::Execute;
         let write_file = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
-        let write_tree = AccessFs::from_all(abi) & !AccessFs::Execute & !AccessFs::IoctlDev;
+        let write_tree = read_tree
+            | AccessFs::WriteFile
+            | AccessFs::Truncate
+            | AccessFs::MakeReg
+            | AccessFs::MakeDir
+            | AccessFs::RemoveFile
+            | AccessFs::RemoveDir;
 
         let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
         for program in &self.executables {

@@ -23,7 +23,8 @@ use tokio_util::sync::CancellationToken;
 use super::jail;
 use super::launch::{Purpose, WorkerConfig};
 use super::outcome::{
-    EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit, truncate,
+    EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit,
+    disk_limit_error, truncate,
 };
 use super::pause::Starting;
 use super::proto::{self, HostRequest, Language, WorkerMessage};
@@ -79,6 +80,7 @@ pub struct Worker {
     stderr: tokio::task::JoinHandle<String>,
     language: Language,
     heap_limit_mb: u32,
+    max_disk_bytes: u64,
     // Removed (with anything in it) when the worker is dropped.
     _workdir: tempfile::TempDir,
     // Dropped with the worker, once its process is gone: tells the pool it may start another.
@@ -187,6 +189,7 @@ impl Worker {
             stderr,
             language,
             heap_limit_mb: config.heap_limit_mb,
+            max_disk_bytes: config.jail.max_disk_bytes,
             _workdir: workdir,
             _retired: None,
         };
@@ -241,11 +244,14 @@ impl Worker {
     ) -> RunOutcome {
         let started = Instant::now();
         let mut output = OutputBuffer::new(output_limit);
+        let workdir = self._workdir.path().to_path_buf();
+        let max_disk_bytes = self.max_disk_bytes;
         let ending = tokio::select! {
             ending = tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls, started)) => {
                 ending.unwrap_or(Ending::TimedOut(deadline))
             }
             () = cancel.cancelled() => Ending::Cancelled,
+            used = disk_over(&workdir, max_disk_bytes) => Ending::Failed(disk_limit_error(used, max_disk_bytes)),
         };
         let peak_memory_bytes = self.peak_memory_bytes();
         self.kill_now();
@@ -353,6 +359,37 @@ impl Worker {
         };
         diagnose_exit(status, &stderr, self.heap_limit_mb)
     }
+}
+
+/// How often the size of a running worker's private directory is checked.
+const DISK_POLL: Duration = Duration::from_millis(50);
+
+/// Completes, with the bytes found, once the files under `dir` hold more than `limit` bytes
+/// (checked every [`DISK_POLL`]; Deno emits modules far slower than that lets it overshoot
+/// by much).
+async fn disk_over(dir: &std::path::Path, limit: u64) -> u64 {
+    loop {
+        tokio::time::sleep(DISK_POLL).await;
+        let used = bytes_under(dir);
+        if used > limit {
+            return used;
+        }
+    }
+}
+
+/// The bytes of the regular files under `dir` (what cannot be read counts as nothing).
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => bytes_under(&entry.path()),
+            Ok(kind) if kind.is_file() => entry.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// The reading half of [`Worker::drive`]: every line the worker sends, until it is done.

@@ -38,6 +38,10 @@ pub struct JailPolicy {
     /// so this also bounds what one execution writes to disk in all; a write past it kills
     /// the worker (SIGXFSZ). The trusted snapshot run gets more (`launch`).
     pub max_file_bytes: u64,
+    /// What a worker's private directory may hold in all, in bytes: the host watches it while
+    /// an execution runs and kills a worker past it (Deno writes the JavaScript it emits for
+    /// every module the code loads there).
+    pub max_disk_bytes: u64,
 }
 
 impl Default for JailPolicy {
@@ -47,6 +51,7 @@ impl Default for JailPolicy {
             max_cpu_seconds: 600,
             max_data_bytes: 1536 * 1024 * 1024,
             max_file_bytes: 8 * 1024 * 1024,
+            max_disk_bytes: 64 * 1024 * 1024,
         }
     }
 }

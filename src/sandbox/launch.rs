@@ -128,9 +128,9 @@ impl WorkerConfig {
     }
 
     /// What the kernel lets the process for `purpose` reach: a worker reads its own
-    /// directories (and for Python, Pyodide and the snapshot) and may only rewrite the cache
-    /// files `seed` put there, never create one; the trusted snapshot run may write its cache
-    /// and the directory of its output.
+    /// directories (and for Python, Pyodide and the snapshot), may rewrite the cache files
+    /// `seed` put there and create files only in the emit directory; the trusted snapshot run
+    /// may write its cache and the directory of its output.
     pub(crate) fn grants(&self, purpose: Purpose<'_>, deno_dir: &Path, cwd: &Path) -> FsGrants {
         let mut grants = FsGrants {
             executables: vec![self.deno.clone()],
@@ -149,6 +149,7 @@ impl WorkerConfig {
                     .iter()
                     .map(|name| deno_dir.join(name))
                     .collect();
+                grants.writable_trees.push(deno_dir.join(seed::EMIT_DIR));
             }
             Purpose::Snapshot { out } => {
                 grants.reads.push(self.pyodide_dir.clone());

@@ -98,6 +98,18 @@ impl Ending {
 /// How a diagnosis of a worker killed for writing too much starts.
 const DISK_LIMIT: &str = "disk limit";
 
+const MIB: u64 = 1024 * 1024;
+
+/// The error of an execution whose worker's private directory grew past `limit` bytes.
+pub(crate) fn disk_limit_error(used: u64, limit: u64) -> String {
+    format!(
+        "{DISK_LIMIT}: the execution made the worker write {} MiB to disk, over its {} MiB \
+         limit (dynamic imports fill the worker's module cache), and was killed",
+        used / MIB,
+        limit / MIB
+    )
+}
+
 /// How an out-of-memory diagnosis starts.
 const OUT_OF_MEMORY: &str = "out of memory";
 
@@ -140,7 +152,7 @@ pub(crate) fn diagnose_exit(
         return format!(
             "{DISK_LIMIT}: the execution made the worker write a file over its {} MiB limit \
              (dynamic imports fill the worker's module cache) and was killed",
-            super::jail::JailPolicy::default().max_file_bytes / (1024 * 1024)
+            super::jail::JailPolicy::default().max_file_bytes / MIB
         );
     }
     let how = match status {
