@@ -80,7 +80,7 @@ pub struct Worker {
     stderr: tokio::task::JoinHandle<String>,
     language: Language,
     heap_limit_mb: u32,
-    max_disk_bytes: u64,
+    jail: jail::JailPolicy,
     // Removed (with anything in it) when the worker is dropped.
     _workdir: tempfile::TempDir,
     // Dropped with the worker, once its process is gone: tells the pool it may start another.
@@ -189,7 +189,7 @@ impl Worker {
             stderr,
             language,
             heap_limit_mb: config.heap_limit_mb,
-            max_disk_bytes: config.jail.max_disk_bytes,
+            jail: config.jail,
             _workdir: workdir,
             _retired: None,
         };
@@ -245,7 +245,7 @@ impl Worker {
         let started = Instant::now();
         let mut output = OutputBuffer::new(output_limit);
         let workdir = self._workdir.path().to_path_buf();
-        let max_disk_bytes = self.max_disk_bytes;
+        let max_disk_bytes = self.jail.max_disk_bytes;
         let ending = tokio::select! {
             ending = tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls, started)) => {
                 ending.unwrap_or(Ending::TimedOut(deadline))
@@ -357,7 +357,12 @@ impl Worker {
             Ok(Ok(text)) => text,
             _ => String::new(),
         };
-        diagnose_exit(status, &stderr, self.heap_limit_mb)
+        diagnose_exit(
+            status,
+            &stderr,
+            self.heap_limit_mb,
+            self.jail.max_file_bytes,
+        )
     }
 }
 

@@ -140,6 +140,7 @@ pub(crate) fn diagnose_exit(
     status: Option<std::process::ExitStatus>,
     stderr: &str,
     heap_mb: u32,
+    max_file_bytes: u64,
 ) -> String {
     use std::os::unix::process::ExitStatusExt;
     let lower = stderr.to_ascii_lowercase();
@@ -152,7 +153,7 @@ pub(crate) fn diagnose_exit(
         return format!(
             "{DISK_LIMIT}: the execution made the worker write a file over its {} MiB limit \
              (dynamic imports fill the worker's module cache) and was killed",
-            super::jail::JailPolicy::default().max_file_bytes / MIB
+            max_file_bytes / MIB
         );
     }
     let how = match status {
@@ -257,8 +258,18 @@ mod tests {
             None,
             "\n#\n# Fatal JavaScript out of memory: Reached heap limit\n",
             64,
+            8 * MIB,
         );
         assert!(msg.starts_with("out of memory"), "{msg}");
+    }
+
+    #[test]
+    fn a_worker_killed_for_a_file_too_large_is_at_the_disk_limit() {
+        use std::os::unix::process::ExitStatusExt;
+        let killed = std::process::ExitStatus::from_raw(libc::SIGXFSZ);
+        let msg = diagnose_exit(Some(killed), "", 64, 4 * MIB);
+        assert!(msg.starts_with("disk limit"), "{msg}");
+        assert!(msg.contains("its 4 MiB limit"), "{msg}");
     }
 
     #[test]
