@@ -695,6 +695,25 @@ def raw_stdio_tools_list(
                 proc.wait()
 
 
+def audit_records(
+    audit_dir: Path, want: int, timeout: float = 30.0, event: str | None = None
+) -> list[dict[str, Any]]:
+    """The records of the audit files (JSON lines; each line must parse), once at least `want` of
+    them, or of those whose `event` is `event`, are there: the writer is asynchronous, and the
+    records of one execution's tool calls may land before its own record."""
+    deadline = time.monotonic() + timeout
+    records: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        # Whole lines only: the writer may be halfway through the last one.
+        texts = [f.read_text() for f in sorted(audit_dir.glob("audit.*.jsonl"))]
+        lines = [line for text in texts for line in text[: text.rfind("\n") + 1].splitlines()]
+        records = [json.loads(line) for line in lines]
+        if len([r for r in records if event is None or r.get("event") == event]) >= want:
+            break
+        time.sleep(0.05)
+    return records
+
+
 # --------------------------------------------------------------------------------------------
 # A loopback trap for network escapes
 # --------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness import McpClient, check_exec, free_port, ok, ok_py, run_ts, assert_alive
+from harness import McpClient, audit_records, check_exec, free_port, ok, ok_py, run_ts, assert_alive
 
 STORE = "mcp__Test-Store__"
 
@@ -25,20 +25,6 @@ STORE = "mcp__Test-Store__"
 def store_counts(c: McpClient) -> dict[str, int]:
     ex = ok(c, f'return await callMCPTool("{STORE}count_calls", {{}});', allowed=[f"{STORE}count_calls"])
     return ex.result["byTool"]
-
-
-def audit_records(audit_dir: Path, want: int, timeout: float = 10.0) -> list[dict[str, Any]]:
-    """The records of the day's audit file, once at least `want` are there (the writer is asynchronous)."""
-    deadline = time.monotonic() + timeout
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        files = sorted(audit_dir.glob("audit.*.jsonl"))
-        lines = [line for f in files for line in f.read_text().splitlines()]
-        if len(lines) >= want:
-            break
-        time.sleep(0.05)
-    # Every line is one JSON object: the file parses as JSON lines.
-    return [json.loads(line) for line in lines]
 
 
 # --------------------------------------------------------------------------------------------

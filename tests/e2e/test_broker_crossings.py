@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 
 import harness
 from conftest import ServerFactory
-from harness import E2EEnv, McpClient, assert_alive, ok, ok_py, run_cli, run_ts
+from harness import E2EEnv, McpClient, assert_alive, audit_records, ok, ok_py, run_cli, run_ts
 
 HOSTILE = harness.SERVERS_DIR / "hostile_server.py"
 
@@ -69,18 +68,6 @@ def custom(tmp_path_factory: pytest.TempPathFactory, ce_binary: Path):
     factory = CustomServers(tmp_path_factory)
     yield factory
     factory.close()
-
-
-def audit_records(audit_dir: Path, want: int, timeout: float = 30.0) -> list[dict[str, Any]]:
-    """The records of the audit files, once at least `want` are there (the writer is asynchronous)."""
-    deadline = time.monotonic() + timeout
-    lines: list[str] = []
-    while time.monotonic() < deadline:
-        lines = [line for f in sorted(audit_dir.glob("audit.*.jsonl")) for line in f.read_text().splitlines()]
-        if len(lines) >= want:
-            break
-        time.sleep(0.05)
-    return [json.loads(line) for line in lines]
 
 
 def servers_of(listing: Any) -> dict[str, dict[str, Any]]:
@@ -231,7 +218,7 @@ return { answered, overBudget, first, message };
     ex = run_ts(c, spin, allowed=[])
     assert not ex.success and ex.result != "finished", ex.describe()
     assert "kept making host calls after reaching its limit of 20" in ex.error, ex.describe()
-    records = audit_records(audit, want=2)
+    records = audit_records(audit, want=2, event="execution")
     executions = [rec for rec in records if rec["event"] == "execution"]
     assert [rec["outcome"] for rec in executions] == ["ok", "host_call_limit"], executions
     assert executions[0]["hostCalls"] == 60 and executions[1]["hostCalls"] == 20 + 100 + 1, executions
