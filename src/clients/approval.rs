@@ -357,6 +357,7 @@ pub(crate) fn gate(found: &mut Discovery, approvals: &Approvals) {
             transport: match spec.transport {
                 Transport::Stdio { .. } => "stdio",
                 Transport::Http { .. } => "http",
+                Transport::Sse { .. } => "sse",
             },
             approved_by: approved_by.clone(),
         });

@@ -15,7 +15,8 @@ pub(crate) enum Dialect {
     /// Codex's TOML: `url` is streamable HTTP; `http_headers`, `env_http_headers` and
     /// `bearer_token_env_var` give the headers.
     Codex,
-    /// Gemini CLI: `httpUrl` is streamable HTTP and `url` is SSE; strings may use `$VAR`.
+    /// Gemini CLI: `httpUrl` is streamable HTTP and `url` is the legacy HTTP+SSE transport
+    /// (`"type": "sse"` in the standard form); strings may use `$VAR`.
     Gemini,
 }
 

@@ -33,8 +33,10 @@
 //! Codex and Gemini CLI definitions are first rewritten into the standard form
 //! (`super::dialects`, the dialect being the table's): Codex's `url` is streamable HTTP and its headers come
 //! from `http_headers`, `env_http_headers` and `bearer_token_env_var`; Gemini
-//! CLI's `httpUrl` is streamable HTTP, its `url` is SSE (not supported), and
-//! its `$VAR` is `${VAR}`.
+//! CLI's `httpUrl` is streamable HTTP, its `url` is the legacy HTTP+SSE
+//! transport (`"type": "sse"`), and its `$VAR` is `${VAR}`. Codex has no SSE
+//! form (its `url` is streamable HTTP; the upstream pool's probe still finds
+//! an SSE server behind it).
 //!
 //! A definition replaces every earlier definition **of the same name**,
 //! whatever state either is in: a project entry that is disabled or invalid
@@ -76,7 +78,7 @@
 //!   a syntax error); the other files keep working. A missing file is normal
 //!   and silent. An empty file counts as an empty config.
 //! - A single entry that cannot be used (unset variable, missing `command`,
-//!   SSE transport, `${input:...}`, wrong field type, ...) is listed in
+//!   unknown `type`, `${input:...}`, wrong field type, ...) is listed in
 //!   [`Discovery::invalid`] with its reason; its siblings are unaffected.
 //!
 //! # Entries
@@ -84,7 +86,9 @@
 //! Stdio: `{"type"?: "stdio", "command", "args"?, "env"?, "cwd"?}`. HTTP:
 //! `{"type": "http" | "streamable-http" | "streamableHttp", "url",
 //! "headers"?}`, or `{"url", "headers"?}` without a type. Without a type,
-//! `command` wins over `url` (with a warning). `"type": "sse"` is invalid.
+//! `command` wins over `url` (with a warning). Legacy HTTP+SSE (protocol
+//! 2024-11-05): `{"type": "sse", "url", "headers"?}`, `url` being the event
+//! stream.
 //! Unknown fields are ignored, except `envFile`, which earns a warning
 //! because the server will run without those variables. Strings, numbers
 //! and booleans are accepted in `args`, `env` and `headers` (numbers and

@@ -1,5 +1,5 @@
 //! One server definition, in the standard form and already known to be enabled, turned into
-//! a [`Transport`]: the stdio or HTTP fields read, type-checked and expanded (through
+//! a [`Transport`]: the stdio or HTTP (streamable, or legacy SSE with `"type": "sse"`) fields read, type-checked and expanded (through
 //! [`super::expand`], every problem of the entry collected into one error), a relative `cwd`
 //! resolved against the file's directory. Knows nothing of files, precedence or switches.
 
@@ -12,8 +12,6 @@ use super::expand::{self, Vars};
 use super::parse::{scalar_string, type_name};
 use super::spec::{ConfigSource, Transport};
 
-const SSE_UNSUPPORTED: &str = "SSE transport is not supported; use streamable HTTP (\"type\": \"http\") if the server offers it";
-
 /// Builds the transport of an enabled entry, expanding variables.
 pub(crate) fn transport(
     name: &str,
@@ -24,7 +22,7 @@ pub(crate) fn transport(
     warnings: &mut Vec<String>,
 ) -> Result<Transport, String> {
     let present = |key: &str| obj.get(key).is_some_and(|v| !v.is_null());
-    let is_http = match obj.get("type") {
+    let (is_http, is_sse) = match obj.get("type") {
         None | Some(Value::Null) => {
             if present("command") {
                 if present("url") {
@@ -32,9 +30,9 @@ pub(crate) fn transport(
                         "server \"{name}\" in {source} has both \"command\" and \"url\" and no \"type\"; using \"command\""
                     ));
                 }
-                false
+                (false, false)
             } else if present("url") {
-                true
+                (true, false)
             } else {
                 return Err(
                     "needs a \"command\" (stdio server) or a \"url\" (HTTP server)".to_owned(),
@@ -42,12 +40,12 @@ pub(crate) fn transport(
             }
         }
         Some(Value::String(ty)) => match ty.to_ascii_lowercase().as_str() {
-            "stdio" => false,
-            "http" | "streamable-http" | "streamablehttp" | "streamable_http" => true,
-            "sse" => return Err(SSE_UNSUPPORTED.to_owned()),
+            "stdio" => (false, false),
+            "http" | "streamable-http" | "streamablehttp" | "streamable_http" => (true, false),
+            "sse" => (true, true),
             _ => {
                 return Err(format!(
-                    "unknown \"type\" {ty:?}; expected \"stdio\", \"http\" or \"streamable-http\""
+                    "unknown \"type\" {ty:?}; expected \"stdio\", \"http\", \"streamable-http\" or \"sse\""
                 ));
             }
         },
@@ -72,7 +70,11 @@ pub(crate) fn transport(
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
             return Err("url: must start with http:// or https://".to_owned());
         }
-        return Ok(Transport::Http { url, headers });
+        return Ok(if is_sse {
+            Transport::Sse { url, headers }
+        } else {
+            Transport::Http { url, headers }
+        });
     }
 
     let command = f.required_string("command", "a stdio server needs a \"command\"")?;

@@ -1,5 +1,5 @@
 //! A usable downstream server, as discovery hands it to the upstream pool: its name, how to
-//! reach it (stdio or streamable HTTP, every variable already expanded) and the file it came
+//! reach it (stdio, streamable HTTP or legacy HTTP+SSE, every variable already expanded) and the file it came
 //! from. Plain data; `Debug` never shows environment or header values.
 
 use std::collections::BTreeMap;
@@ -45,8 +45,13 @@ pub enum Transport {
         /// Absolute unless the config file's own path was relative.
         cwd: Option<PathBuf>,
     },
-    /// Streamable HTTP.
+    /// Streamable HTTP (protocol 2025-03-26 and later).
     Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    /// The legacy HTTP+SSE transport (protocol 2024-11-05): `url` is the event stream.
+    Sse {
         url: String,
         headers: BTreeMap<String, String>,
     },
@@ -77,6 +82,11 @@ impl fmt::Debug for Transport {
                 .finish(),
             Transport::Http { url, headers } => f
                 .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &Redacted(headers))
+                .finish(),
+            Transport::Sse { url, headers } => f
+                .debug_struct("Sse")
                 .field("url", url)
                 .field("headers", &Redacted(headers))
                 .finish(),

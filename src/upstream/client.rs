@@ -1,4 +1,5 @@
-//! One rmcp client connection to a downstream server (stdio child or streamable HTTP), the
+//! One rmcp client connection to a downstream server (stdio child, streamable HTTP, or legacy
+//! HTTP+SSE through `super::sse`, also when a streamable-HTTP URL turns out to speak it), the
 //! client-side handler that reacts to `notifications/tools/list_changed`, and the reader of a
 //! stdio server's stderr.
 //!
@@ -22,6 +23,7 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
+use super::sse;
 use crate::clients::discovery::{ServerSpec, Transport};
 
 type ToolCache = Arc<Mutex<Option<Arc<Vec<Tool>>>>>;
@@ -303,7 +305,7 @@ async fn connect_with(
 ) -> Result<Connection, ConnectError> {
     let handler = UpstreamHandler {
         server: spec.name.clone(),
-        tools,
+        tools: tools.clone(),
     };
     let service = match &spec.transport {
         Transport::Stdio {
@@ -330,6 +332,12 @@ async fn connect_with(
             }
             handler.serve_with_lifecycle(transport, lifecycle).await?
         }
+        Transport::Sse { url, headers } => connect_sse(spec, url, headers, handler).await?,
+        Transport::Http { url, headers }
+            if sse::Spoken::recalled(&spec.name, url) == Some(sse::Spoken::Sse) =>
+        {
+            connect_sse(spec, url, headers, handler).await?
+        }
         Transport::Http { url, headers } => {
             let mut custom = HashMap::new();
             for (name, value) in headers {
@@ -344,10 +352,52 @@ async fn connect_with(
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             let transport = StreamableHttpClientTransport::from_config(config);
-            handler.serve_with_lifecycle(transport, lifecycle).await?
+            // The specification's backwards-compatibility probe: an `initialize` POST answered
+            // 400, 404 or 405 may be a legacy HTTP+SSE server.
+            let probing = matches!(lifecycle, ClientLifecycleMode::Initialize);
+            match handler.serve_with_lifecycle(transport, lifecycle).await {
+                Ok(service) => {
+                    sse::Spoken::Streamable.remember(&spec.name, url);
+                    service
+                }
+                Err(e) if probing && sse::invites_probe(&e) => {
+                    let handler = UpstreamHandler {
+                        server: spec.name.clone(),
+                        tools,
+                    };
+                    match connect_sse(spec, url, headers, handler).await {
+                        Ok(service) => {
+                            sse::Spoken::Sse.remember(&spec.name, url);
+                            service
+                        }
+                        Err(probe) => {
+                            tracing::debug!(server = %spec.name, "not a legacy SSE server either: {probe}");
+                            return Err(e.into());
+                        }
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     };
     Ok(Connection { service })
+}
+
+/// Opens a legacy HTTP+SSE connection and runs `initialize` on it: a 2024-11-05 server knows
+/// no `server/discover`, so that attempt is never made (it could only wait for its timeout).
+async fn connect_sse(
+    spec: &ServerSpec,
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    handler: UpstreamHandler,
+) -> Result<RunningService<RoleClient, UpstreamHandler>, ConnectError> {
+    let config = sse::SseConfig::new(&spec.name, url, headers);
+    let transport = sse::SseTransport::connect(config)
+        .await
+        .map_err(|e| ConnectError::Setup(e.to_string()))?;
+    Ok(handler
+        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await?)
 }
 
 #[cfg(test)]

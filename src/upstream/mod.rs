@@ -9,6 +9,7 @@
 //! and that the caller may cause the server to start.
 
 mod client;
+mod sse;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -275,6 +276,10 @@ impl UpstreamPool {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(e)) => {
                 let slot = self.slot(server)?;
+                let reason = match e {
+                    rmcp::ServiceError::TransportClosed => "its connection closed during the call (it reconnects on next use; see the server log)".to_owned(),
+                    _ => e.to_string(),
+                };
                 if slot.is_down().await {
                     slot.stderr.settle().await;
                     tracing::warn!(
@@ -288,7 +293,7 @@ impl UpstreamPool {
                 Err(UpstreamError::Call {
                     server: server.to_string(),
                     tool: tool.to_string(),
-                    reason: e.to_string(),
+                    reason,
                 })
             }
             Err(_) => Err(UpstreamError::Timeout {
@@ -321,9 +326,16 @@ impl UpstreamPool {
             };
             out.push(ServerStatus {
                 name: name.clone(),
-                transport: match slot.spec.as_ref().map(|s| &s.transport) {
-                    Some(Transport::Stdio { .. }) => "stdio",
-                    Some(Transport::Http { .. }) => "http",
+                transport: match slot.spec.as_ref().map(|s| (&s.name, &s.transport)) {
+                    Some((_, Transport::Stdio { .. })) => "stdio",
+                    // An HTTP URL the probe found to speak SSE says so.
+                    Some((name, Transport::Http { url, .. }))
+                        if sse::Spoken::recalled(name, url) == Some(sse::Spoken::Sse) =>
+                    {
+                        "sse"
+                    }
+                    Some((_, Transport::Http { .. })) => "http",
+                    Some((_, Transport::Sse { .. })) => "sse",
                     None => "unknown",
                 },
                 state,

@@ -98,8 +98,15 @@ fn invalid_entries_do_not_affect_others() {
 }}"#,
     );
     let d = fx.discover();
-    assert_eq!(names(&d), ["good"]);
-    assert_eq!(d.invalid.len(), 15, "{:#?}", d.invalid);
+    assert_eq!(names(&d), ["good", "sse"]);
+    assert_eq!(
+        server(&d, "sse").transport,
+        Transport::Sse {
+            url: "https://example.com/sse".into(),
+            headers: map(&[]),
+        }
+    );
+    assert_eq!(d.invalid.len(), 14, "{:#?}", d.invalid);
     let expect = [
         (
             "unset",
@@ -113,7 +120,7 @@ fn invalid_entries_do_not_affect_others() {
         ),
         (
             "weird-type",
-            "unknown \"type\" \"websocket\"; expected \"stdio\", \"http\" or \"streamable-http\"",
+            "unknown \"type\" \"websocket\"; expected \"stdio\", \"http\", \"streamable-http\" or \"sse\"",
         ),
         (
             "type-not-string",
@@ -137,11 +144,6 @@ fn invalid_entries_do_not_affect_others() {
     for (name, error) in expect {
         assert_eq!(invalid(&d, name).error, error, "{name}");
     }
-    assert!(
-        invalid(&d, "sse")
-            .error
-            .starts_with("SSE transport is not supported")
-    );
     assert!(
         d.invalid
             .iter()

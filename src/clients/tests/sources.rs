@@ -110,7 +110,7 @@ fn gemini_settings_dialect_and_lists() {
         r#"{"mcpServers": {"noisy": {"command": "noisy-from-claude"}}}"#,
     );
     let d = fx.discover();
-    assert_eq!(names(&d), ["api", "kept", "local", "noisy"]);
+    assert_eq!(names(&d), ["api", "events", "kept", "local", "noisy"]);
     assert_eq!(
         server(&d, "api").transport,
         Transport::Http {
@@ -125,10 +125,12 @@ fn gemini_settings_dialect_and_lists() {
             &["--verbose"]
         )
     );
-    assert!(
-        invalid(&d, "events").error.contains("SSE"),
-        "{:?}",
-        invalid(&d, "events")
+    assert_eq!(
+        server(&d, "events").transport,
+        Transport::Sse {
+            url: "http://localhost:8080/sse".into(),
+            headers: map(&[]),
+        }
     );
     assert!(
         disabled(&d, "dropped")
@@ -376,7 +378,7 @@ fn vscode_workspace_config() {
 }"#,
     );
     let d = fx.discover();
-    assert_eq!(names(&d), ["fetch", "github", "tools"]);
+    assert_eq!(names(&d), ["fetch", "github", "legacy", "tools"]);
     assert_eq!(server(&d, "fetch").source.kind, SourceKind::VsCode);
     assert_eq!(server(&d, "fetch").source.path, path);
     let root = fx.project_str();
@@ -395,11 +397,12 @@ fn vscode_workspace_config() {
         "{}",
         perplexity.error
     );
-    let legacy = invalid(&d, "legacy");
-    assert!(
-        legacy
-            .error
-            .starts_with("SSE transport is not supported; use streamable HTTP")
+    assert_eq!(
+        server(&d, "legacy").transport,
+        Transport::Sse {
+            url: "http://localhost:3001/sse".into(),
+            headers: map(&[]),
+        }
     );
     assert!(
         d.warnings
