@@ -2,8 +2,9 @@
 //! fresh worker from the language's pool, the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
-//! of an execution that keeps calling long after its budget, cancellation, and the execution's
-//! own record (report, audit record, metrics). It holds no policy and no transport: processes
+//! of an execution that keeps calling long after its budget, cancellation, the servers its
+//! `allowedTools` names connected ahead of its calls, and the execution's own record (report,
+//! audit record, metrics). It holds no policy and no transport: processes
 //! are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 
 use std::sync::Arc;
@@ -245,6 +246,11 @@ impl Executor {
         let _running = scopeguard(|| {
             self.running.fetch_sub(1, Ordering::Relaxed);
         });
+        // The servers `allowedTools` names start connecting while the worker starts; the code
+        // waits only for those it calls.
+        let reach = Reach::execution(self.gate.policy(), &allowlist);
+        let named = servers_named(&request.allowed_tools, self.upstream.server_names(), &reach);
+        self.upstream.warm(&named);
         let pool = match request.language {
             Language::Typescript => &self.typescript,
             Language::Python => &self.python,
@@ -326,6 +332,30 @@ impl Executor {
             .await
             .map_err(|_| "server is shutting down".to_string())
     }
+}
+
+/// The configured servers an execution's `allowedTools` names by their exact name, with
+/// `mcp__<server>__<tool>` or `mcp__<server>__*` (and that it may start, by `reach`): those it
+/// is about to call. A pattern whose server part is a glob (`*`, `mcp__*__read_*`) names none:
+/// connecting every server it could reach would start servers the code likely never calls.
+fn servers_named<'a>(
+    allowed_tools: &[String],
+    servers: impl Iterator<Item = &'a str>,
+    reach: &Reach<'_>,
+) -> Vec<&'a str> {
+    servers
+        .filter(|server| {
+            !server.contains('*')
+                && allowed_tools.iter().any(|pattern| {
+                    pattern
+                        .strip_prefix("mcp__")
+                        .and_then(|rest| rest.strip_prefix(*server))
+                        .and_then(|rest| rest.strip_prefix("__"))
+                        .is_some_and(|tool| !tool.is_empty())
+                })
+                && reach.may_start(server)
+        })
+        .collect()
 }
 
 /// Runs a closure when dropped.
