@@ -442,3 +442,51 @@ fn as_value<T: Serialize, E: std::fmt::Display>(answer: Result<T, E>) -> Result<
         .map_err(|e| e.to_string())
         .and_then(|found| serde_json::to_value(found).map_err(|e| e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::Policy;
+
+    fn named(allowed: &[&str], deny: &[&str]) -> Vec<String> {
+        let allowed: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
+        let deny: Vec<String> = deny.iter().map(|s| s.to_string()).collect();
+        let policy = Policy::new(None, &deny).unwrap();
+        let list = Allowlist::new(&allowed).unwrap();
+        let reach = Reach::execution(&policy, &list);
+        let servers = ["git", "fx", "fx__admin", "time"];
+        servers_named(&allowed, servers.into_iter(), &reach)
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn only_servers_named_exactly_are_connected_ahead() {
+        assert_eq!(
+            named(&["mcp__git__git_log", "mcp__time__*"], &[]),
+            ["git", "time"]
+        );
+        // Globs over server names name no server; nor do names that match nothing.
+        for allowed in [
+            &["*"][..],
+            &["mcp__*__read"],
+            &["mcp__g*__git_log"],
+            &["git"],
+        ] {
+            assert!(named(allowed, &[]).is_empty(), "{allowed:?}");
+        }
+        assert!(named(&["mcp__git__"], &[]).is_empty());
+        // `fx__admin`'s tools are `mcp__fx__admin__*`, which also names a tool of `fx`.
+        assert_eq!(named(&["mcp__fx__admin__*"], &[]), ["fx", "fx__admin"]);
+        assert_eq!(named(&["mcp__fx__*"], &[]), ["fx"]);
+    }
+
+    #[test]
+    fn a_server_the_execution_may_not_start_is_not_connected_ahead() {
+        assert_eq!(
+            named(&["mcp__git__git_log", "mcp__time__now"], &["mcp__git__*"]),
+            ["time"]
+        );
+    }
+}

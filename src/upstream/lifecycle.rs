@@ -339,8 +339,14 @@ mod tests {
         let mut renamed = a.clone();
         renamed.name = "other".into();
         assert_eq!(fingerprint(&a), fingerprint(&renamed));
-        assert_ne!(fingerprint(&a), fingerprint(&spec(&["--y"], &[("TOKEN", "1")])));
-        assert_ne!(fingerprint(&a), fingerprint(&spec(&["--x"], &[("TOKEN", "2")])));
+        assert_ne!(
+            fingerprint(&a),
+            fingerprint(&spec(&["--y"], &[("TOKEN", "1")]))
+        );
+        assert_ne!(
+            fingerprint(&a),
+            fingerprint(&spec(&["--x"], &[("TOKEN", "2")]))
+        );
         let http = ServerSpec {
             transport: SpecTransport::Http {
                 url: "http://127.0.0.1:1/mcp".into(),
@@ -383,7 +389,10 @@ mod tests {
         }
         assert_eq!(r.servers.len(), MAX_REMEMBERED);
         assert_eq!(r.get("0"), None);
-        assert_eq!(r.get(&(MAX_REMEMBERED + 9).to_string()), Some(Known::Modern));
+        assert_eq!(
+            r.get(&(MAX_REMEMBERED + 9).to_string()),
+            Some(Known::Modern)
+        );
         // Setting what is already known changes nothing (and writes nothing).
         assert!(!r.set(&(MAX_REMEMBERED + 9).to_string(), Some(Known::Modern)));
     }
@@ -395,7 +404,11 @@ mod tests {
             ServerJsonRpcMessage::error(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "x", None), id)
         };
         assert!(answers(&err(Some(id.clone())), &id, false));
-        assert!(answers(&err(Some(NumberOrString::String("0".into()))), &id, false));
+        assert!(answers(
+            &err(Some(NumberOrString::String("0".into()))),
+            &id,
+            false
+        ));
         assert!(!answers(&err(Some(NumberOrString::Number(1))), &id, true));
         assert!(answers(&err(None), &id, true) && !answers(&err(None), &id, false));
     }
