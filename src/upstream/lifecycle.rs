@@ -412,4 +412,59 @@ mod tests {
         assert!(!answers(&err(Some(NumberOrString::Number(1))), &id, true));
         assert!(answers(&err(None), &id, true) && !answers(&err(None), &id, false));
     }
+
+    /// A server that leaves the probe unanswered until `initialize` comes, then answers both, the
+    /// probe first: the late answer is dropped, `initialize`'s own answer is used.
+    #[tokio::test]
+    async fn a_late_answer_to_the_probe_is_dropped_and_initialize_is_served() {
+        use rmcp::ClientServiceExt;
+        use rmcp::transport::async_rw::AsyncRwTransport;
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let (read, write) = tokio::io::split(ours);
+        let server = tokio::spawn(async move {
+            let (read, mut write) = tokio::io::split(theirs);
+            let mut lines = BufReader::new(read).lines();
+            let probe: serde_json::Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!(probe["method"], "server/discover");
+            let init: serde_json::Value =
+                serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+            assert_eq!(init["method"], "initialize");
+            assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+            assert_ne!(init["id"], probe["id"]);
+            let late = serde_json::json!({"jsonrpc": "2.0", "id": probe["id"],
+                "error": {"code": -32601, "message": "Method not found"}});
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": init["id"], "result": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "serverInfo": {"name": "late", "version": "1"}}});
+            for message in [late, answer] {
+                write
+                    .write_all(format!("{message}\n").as_bytes())
+                    .await
+                    .unwrap();
+            }
+            let initialized = lines.next_line().await.unwrap().unwrap();
+            assert!(
+                initialized.contains("notifications/initialized"),
+                "{initialized}"
+            );
+        });
+        let gave_up = Arc::new(AtomicBool::new(false));
+        let transport = ProbeDeadline::new(
+            AsyncRwTransport::new_client(read, write),
+            Some(Duration::from_millis(50)),
+            gave_up.clone(),
+        );
+        let lifecycle = rmcp::ClientLifecycleMode::Auto {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE),
+        };
+        let client = ().serve_with_lifecycle(transport, lifecycle).await.unwrap();
+        assert!(gave_up.load(Ordering::SeqCst));
+        let info = client.peer_info().unwrap();
+        assert_eq!(info.protocol_version.as_str(), "2025-06-18");
+        server.await.unwrap();
+    }
 }
