@@ -20,6 +20,13 @@ an isolated temporary HOME/project, then prints:
 - the floor: the same client's latency for `health` and `listServers`, tools that start no worker,
   and for each warm/cold row the server's own `executionTimeMs` (from admission to the report), so
   client + transport overhead and the execution itself can be told apart;
+- first contact: the client-observed latency of an execution whose one tool call goes to a
+  stdio downstream server not yet started (median, p99, min of N fresh servers, default 10: each a
+  distinct configured server with its own launch spec, so nothing about it is known or running),
+  for mcp-server-time (it speaks 2026-07-28) and for `tests/servers/lifecycle_server.py` (only the
+  legacy `initialize`); beside it the server's own start, measured directly with the MCP Python SDK
+  client against the same command (spawn to `initialize` answered, and to the first tool call
+  answered), and the difference of the medians;
 - the machine's load average before and after (timings on a busy machine are not comparable).
 
 Latency is the SDK's `call_tool` alone: the test harness's own contract check of each result
@@ -42,8 +49,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
 
+import anyio  # noqa: E402
+import json  # noqa: E402
+
 import harness  # noqa: E402
 from harness import E2EEnv, McpClient  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
 TRIVIAL = "console.log(1);"
 TRIVIAL_PY = "print(1)"
@@ -172,6 +183,75 @@ def start(e2e: E2EEnv, transport: str, log: Path) -> McpClient | None:
     return client
 
 
+# First contact: (label, server name prefix, command builder, tool, arguments).
+FIRST_CONTACT = (
+    ("mcp-server-time (2026-07-28)", "time", lambda: [harness.venv_script("mcp-server-time"), "--local-timezone", "UTC"],
+     "get_current_time", {"timezone": "UTC"}),
+    ("lifecycle_server (legacy)", "legacy", lambda: [sys.executable, str(harness.SERVERS_DIR / "lifecycle_server.py")],
+     "hello", {"name": "bench"}),
+)
+
+
+def fresh_servers(n: int) -> dict[str, dict]:
+    """`n` distinct servers of each kind: the same command, each with its own environment entry,
+    so no two share a launch spec (and nothing remembered about one applies to another)."""
+    config = {}
+    for _, prefix, command, _, _ in FIRST_CONTACT:
+        cmd = command()
+        for i in range(n):
+            config[f"{prefix}{i}"] = {"command": cmd[0], "args": cmd[1:], "env": {"BENCH_SAMPLE": f"{time.time_ns()}-{i}"}}
+    return config
+
+
+def sdk_start(cfg: dict, env: dict[str, str], cwd: Path, tool: str, targs: dict, errlog) -> tuple[float, float]:
+    """ms from spawning a server's command with the MCP Python SDK client to `initialize`
+    answered, and to its first tool call answered."""
+    params = StdioServerParameters(command=cfg["command"], args=cfg["args"], env={**env, **cfg["env"]}, cwd=str(cwd))
+
+    async def one() -> tuple[float, float]:
+        t0 = time.perf_counter()
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                t1 = time.perf_counter()
+                await session.call_tool(tool, targs)
+                t2 = time.perf_counter()
+        return (t1 - t0) * 1000, (t2 - t0) * 1000
+
+    return anyio.run(one)
+
+
+def measure_first_contact(
+    client: McpClient, config: dict[str, dict], env: dict[str, str], cwd: Path, n: int
+) -> dict[str, tuple[Timings, list[float], list[float]]]:
+    """Per kind: client-observed ms of an execution making one call to a server not yet started
+    (each once the pool is full again: the worker is ready and nothing else is starting), and,
+    alternating with it so both see the same machine, the same command's own start through the
+    SDK client (to `initialize`, to the first call)."""
+    out = {}
+    with open(os.devnull, "w") as devnull:
+        for label, prefix, _, tool, targs in FIRST_CONTACT:
+            times, server, init, first = Timings(), [], [], []
+            for i in range(n):
+                name = f"{prefix}{i}"
+                wait_for_pool(client, "warmTypescriptWorkers")
+                time.sleep(WARM_PAUSE_S)
+                qualified = f"mcp__{name}__{tool}"
+                code = f"return await callMCPTool({json.dumps(qualified)}, {json.dumps(targs)});"
+                elapsed, r = timed_call(client, "executeTypescript", {"code": code, "allowedTools": [qualified]})
+                sc = r.structured_content or {}
+                if r.is_error or not sc.get("success"):
+                    raise SystemExit(f"first contact with {name} failed: {harness.dump(r)}")
+                times.append(elapsed)
+                server.append(float(sc.get("executionTimeMs", math.nan)))
+                a, b = sdk_start(config[name], env, cwd, tool, targs, devnull)
+                init.append(a)
+                first.append(b)
+            times.server = server
+            out[label] = (times, init, first)
+    return out
+
+
 def fmt_load(load: tuple[float, float, float]) -> str:
     return " ".join(f"{x:.2f}" for x in load)
 
@@ -201,6 +281,9 @@ def main() -> int:
                     help="Python iterations per row (default 6: each warm one waits for Pyodide to reload)")
     ap.add_argument("--quick", action="store_true", help="fewer iterations (10 TypeScript, 3 Python)")
     ap.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    ap.add_argument("--fresh-servers", type=int, default=10,
+                    help="fresh downstream servers of each kind for the first-contact rows (default 10)")
+    ap.add_argument("--only-first-contact", action="store_true", help="measure the first-contact rows only")
     args = ap.parse_args()
     if args.iterations is None:
         args.iterations = 10 if args.quick else 30
@@ -216,6 +299,24 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="code-executor-bench-") as tmp:
         root = Path(tmp)
+        first_e2e = E2EEnv(root / "first-contact", servers=())
+        first_config = fresh_servers(args.fresh_servers)
+        first_e2e.config_path.write_text(json.dumps({"mcpServers": first_config}, indent=2))
+        first_client = start(first_e2e, args.transport, root / "server-first-contact.log")
+        if first_client is None:
+            return 1
+        try:
+            wait_for_pool(first_client, "warmTypescriptWorkers")
+            first_contact = measure_first_contact(
+                first_client, first_config, first_e2e.env(), first_e2e.project, args.fresh_servers
+            )
+            trivial_first = measure(first_client, TRIVIAL, args.iterations, None, None, warm=True)
+        finally:
+            first_client.close()
+        if args.only_first_contact:
+            print_first_contact(first_contact, trivial_first, binary, args)
+            return 0
+
         e2e = E2EEnv(root, servers=("time", "Test-Store"))
 
         # tools/list sizes, raw over stdio.
@@ -342,8 +443,28 @@ def main() -> int:
             ratio = statistics.median(m["VmHWM"] for m in py) / statistics.median(m["VmHWM"] for m in ts)
             print(f"{'Python / TypeScript worker VmHWM':<38} {ratio:>10.1f}")
     print()
+    print_first_contact(first_contact, trivial_first, binary, args)
+    print()
     print(f"total benchmark time {time.monotonic() - started:.0f} s")
     return 0
+
+
+def print_first_contact(first_contact, trivial, binary, args) -> None:
+    print(f"first call to a new stdio downstream server (median of {args.fresh_servers} fresh servers), {binary}:")
+    print("  call: an execution making one tool call to a configured server not yet started, client-observed")
+    print("  start: the same command spawned by the MCP Python SDK client, to `initialize` answered /")
+    print("         to its first tool call answered (the server's own start: the floor), alternating with the calls")
+    print(f"  load average now: {fmt_load(os.getloadavg())}")
+    print()
+    print(f"{'':<40} {'n':>4} {'median ms':>10} {'p99 ms':>10} {'min ms':>10} {'max ms':>10}")
+    print(stats_row("trivial execution, warm (for reference)", trivial, 40))
+    for label, (times, init, first) in first_contact.items():
+        print(label)
+        print(stats_row("  first call through code-executor", times, 40))
+        print(stats_row("  server start: spawn to initialize", init, 40))
+        print(stats_row("  server start: spawn to first call", first, 40))
+        print(f"{'  first call - start to first call':<40} {'':>4} {statistics.median(times) - statistics.median(first):>10.1f}")
+        print(f"{'  first call - start to initialize':<40} {'':>4} {statistics.median(times) - statistics.median(init):>10.1f}")
 
 
 if __name__ == "__main__":

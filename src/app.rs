@@ -193,6 +193,7 @@ pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> Upstr
             call: settings.tool_call_timeout,
         },
     )
+    .remembering_lifecycles_in(&settings.cache_dir)
 }
 
 /// The servers of the project's own files that wait for approval, as the server list shows

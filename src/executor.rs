@@ -2,8 +2,9 @@
 //! fresh worker from the language's pool, the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
-//! of an execution that keeps calling long after its budget, cancellation, and the execution's
-//! own record (report, audit record, metrics). It holds no policy and no transport: processes
+//! of an execution that keeps calling long after its budget, cancellation, the servers its
+//! `allowedTools` names connected ahead of its calls, and the execution's own record (report,
+//! audit record, metrics). It holds no policy and no transport: processes
 //! are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 
 use std::sync::Arc;
@@ -245,6 +246,11 @@ impl Executor {
         let _running = scopeguard(|| {
             self.running.fetch_sub(1, Ordering::Relaxed);
         });
+        // The servers `allowedTools` names start connecting while the worker starts; the code
+        // waits only for those it calls.
+        let reach = Reach::execution(self.gate.policy(), &allowlist);
+        let named = servers_named(&request.allowed_tools, self.upstream.server_names(), &reach);
+        self.upstream.warm(&named);
         let pool = match request.language {
             Language::Typescript => &self.typescript,
             Language::Python => &self.python,
@@ -326,6 +332,30 @@ impl Executor {
             .await
             .map_err(|_| "server is shutting down".to_string())
     }
+}
+
+/// The configured servers an execution's `allowedTools` names by their exact name, with
+/// `mcp__<server>__<tool>` or `mcp__<server>__*` (and that it may start, by `reach`): those it
+/// is about to call. A pattern whose server part is a glob (`*`, `mcp__*__read_*`) names none:
+/// connecting every server it could reach would start servers the code likely never calls.
+fn servers_named<'a>(
+    allowed_tools: &[String],
+    servers: impl Iterator<Item = &'a str>,
+    reach: &Reach<'_>,
+) -> Vec<&'a str> {
+    servers
+        .filter(|server| {
+            !server.contains('*')
+                && allowed_tools.iter().any(|pattern| {
+                    pattern
+                        .strip_prefix("mcp__")
+                        .and_then(|rest| rest.strip_prefix(*server))
+                        .and_then(|rest| rest.strip_prefix("__"))
+                        .is_some_and(|tool| !tool.is_empty())
+                })
+                && reach.may_start(server)
+        })
+        .collect()
 }
 
 /// Runs a closure when dropped.
@@ -411,4 +441,52 @@ fn as_value<T: Serialize, E: std::fmt::Display>(answer: Result<T, E>) -> Result<
     answer
         .map_err(|e| e.to_string())
         .and_then(|found| serde_json::to_value(found).map_err(|e| e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::Policy;
+
+    fn named(allowed: &[&str], deny: &[&str]) -> Vec<String> {
+        let allowed: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
+        let deny: Vec<String> = deny.iter().map(|s| s.to_string()).collect();
+        let policy = Policy::new(None, &deny).unwrap();
+        let list = Allowlist::new(&allowed).unwrap();
+        let reach = Reach::execution(&policy, &list);
+        let servers = ["git", "fx", "fx__admin", "time"];
+        servers_named(&allowed, servers.into_iter(), &reach)
+            .into_iter()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn only_servers_named_exactly_are_connected_ahead() {
+        assert_eq!(
+            named(&["mcp__git__git_log", "mcp__time__*"], &[]),
+            ["git", "time"]
+        );
+        // Globs over server names name no server; nor do names that match nothing.
+        for allowed in [
+            &["*"][..],
+            &["mcp__*__read"],
+            &["mcp__g*__git_log"],
+            &["git"],
+        ] {
+            assert!(named(allowed, &[]).is_empty(), "{allowed:?}");
+        }
+        assert!(named(&["mcp__git__"], &[]).is_empty());
+        // `fx__admin`'s tools are `mcp__fx__admin__*`, which also names a tool of `fx`.
+        assert_eq!(named(&["mcp__fx__admin__*"], &[]), ["fx", "fx__admin"]);
+        assert_eq!(named(&["mcp__fx__*"], &[]), ["fx"]);
+    }
+
+    #[test]
+    fn a_server_the_execution_may_not_start_is_not_connected_ahead() {
+        assert_eq!(
+            named(&["mcp__git__git_log", "mcp__time__now"], &["mcp__git__*"]),
+            ["time"]
+        );
+    }
 }

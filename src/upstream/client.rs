@@ -1,6 +1,7 @@
 //! One rmcp client connection to a downstream server (stdio child, streamable HTTP, or legacy
-//! HTTP+SSE through `super::sse`, also when a streamable-HTTP URL turns out to speak it), the
-//! client-side handler that reacts to `notifications/tools/list_changed`, and the reader of a
+//! HTTP+SSE through `super::sse`, also when a streamable-HTTP URL turns out to speak it), started
+//! with the lifecycle [`lifecycle`](super::lifecycle) chooses (a stdio server is started once),
+//! the client-side handler that reacts to `notifications/tools/list_changed`, and the reader of a
 //! stdio server's stderr.
 //!
 //! A server's stderr is the operator's: it goes to the log (each line at `debug`, the last lines
@@ -10,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
+use super::lifecycle::{Known, LifecycleMemory, PROBE_BOUND, ProbeDeadline};
 use super::sse;
 use crate::clients::discovery::{ServerSpec, Transport};
 
@@ -200,10 +202,13 @@ struct UpstreamHandler {
 
 impl ClientHandler for UpstreamHandler {
     fn get_info(&self) -> ClientConfig {
+        // `initialize` offers the newest version that has it; 2026-07-28 is reached by
+        // `server/discover`, which takes its versions from the lifecycle mode.
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("code-executor", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -223,6 +228,13 @@ impl Connection {
     }
 
     /// The protocol version negotiated with the server.
+    fn negotiated(&self) -> Option<ProtocolVersion> {
+        self.service
+            .peer_info()
+            .map(|info| info.protocol_version.clone())
+    }
+
+    /// The protocol version negotiated with the server.
     pub(crate) fn protocol_version(&self) -> Option<String> {
         self.service
             .peer_info()
@@ -238,12 +250,127 @@ impl Connection {
     }
 }
 
-/// Starts (stdio) or opens (HTTP) the server and runs the MCP handshake, each attempt bounded
-/// by `timeout`: protocol 2026-07-28 first (`server/discover`); when the server does not speak
-/// it (an error, or no answer), a fresh connection with the `initialize` handshake (2025-11-25
-/// and earlier). Two clean attempts, rather than a fallback on the same stream, so a late
-/// answer to the first attempt can never be mistaken for the second's.
+/// Starts (stdio) or opens (HTTP) the server and runs the MCP lifecycle, each attempt bounded
+/// by `timeout`.
+///
+/// A stdio server is started once (see [`lifecycle`](super::lifecycle)): the lifecycle it spoke
+/// before, or the `server/discover` probe with the legacy `initialize` following on the same
+/// connection. It is started a second time only when what was remembered is refused by the
+/// server (it changed), or when a server that did not answer the probe within its bound turns
+/// out to speak 2026-07-28 after all (it refuses the `initialize` that followed).
+///
+/// Over HTTP, two clean attempts: protocol 2026-07-28 first (`server/discover`); when the
+/// server does not speak it (an error, or no answer), a fresh connection with the `initialize`
+/// handshake (2025-11-25 and earlier). A legacy HTTP server refuses the probe at the HTTP level,
+/// which is no JSON-RPC answer to fall back on, and a second request costs no start.
 pub(crate) async fn connect(
+    spec: &ServerSpec,
+    tools: ToolCache,
+    stderr_tail: StderrTail,
+    timeout: Duration,
+    memory: &LifecycleMemory,
+) -> Result<Connection, ConnectFailure> {
+    if !matches!(spec.transport, Transport::Stdio { .. }) {
+        return connect_twice(spec, tools, stderr_tail, timeout).await;
+    }
+    let attempt = |plan: Plan| {
+        let (tools, stderr_tail) = (tools.clone(), stderr_tail.clone());
+        async move {
+            let gave_up = Arc::new(AtomicBool::new(false));
+            let (lifecycle, bound) = plan.lifecycle();
+            let probe = Some((bound, gave_up.clone()));
+            let result = tokio::time::timeout(
+                timeout,
+                connect_with(spec, tools, stderr_tail, lifecycle, probe),
+            )
+            .await;
+            (result, gave_up.load(Ordering::SeqCst))
+        }
+    };
+    let first = match memory.get(spec) {
+        Some(Known::Legacy) => Plan::Initialize,
+        Some(Known::Modern) => Plan::Discover,
+        None => Plan::Probe,
+    };
+    let (result, gave_up) = attempt(first).await;
+    let refused = |result: &Result<_, _>| {
+        matches!(result, Ok(Err(ConnectError::Handshake(e)))
+            if matches!(**e, ClientInitializeError::JsonRpcError(_)))
+    };
+    let slow_modern = |result: &Result<_, _>| {
+        matches!(result, Ok(Err(ConnectError::Handshake(e)))
+            if matches!(&**e, ClientInitializeError::LegacyFallbackFailed { fallback, .. }
+                if matches!(**fallback, ClientInitializeError::JsonRpcError(_))))
+    };
+    let again = match first {
+        Plan::Probe if gave_up && slow_modern(&result) => Some(Plan::Discover),
+        Plan::Initialize | Plan::Discover if refused(&result) => {
+            memory.set(spec, None);
+            Some(Plan::Probe)
+        }
+        _ => None,
+    };
+    let result = match again {
+        Some(plan) => {
+            if let Ok(Err(e)) = &result {
+                tracing::debug!(server = %spec.name, "starting it again ({plan:?}) after: {e}");
+            }
+            attempt(plan).await.0
+        }
+        None => result,
+    };
+    match result {
+        Ok(Ok(connection)) => {
+            if let Some(protocol) = connection.negotiated() {
+                memory.set(spec, Some(Known::of(&protocol)));
+            }
+            Ok(connection)
+        }
+        Ok(Err(ConnectError::Setup(reason))) => Err(ConnectFailure::ours(reason)),
+        Ok(Err(ConnectError::Handshake(e))) => Err(ConnectFailure::handshake(&e)),
+        Err(_) => Err(ConnectFailure::ours(format!(
+            "no answer to the MCP handshake within {} ms",
+            timeout.as_millis()
+        ))),
+    }
+}
+
+/// How one attempt at a stdio server runs its lifecycle.
+#[derive(Debug, Clone, Copy)]
+enum Plan {
+    /// `server/discover`, then `initialize` on the same connection when the server is legacy
+    /// (or silent for [`PROBE_BOUND`]).
+    Probe,
+    /// `server/discover` only, waited for as long as the attempt lasts.
+    Discover,
+    /// `initialize` only.
+    Initialize,
+}
+
+impl Plan {
+    fn lifecycle(self) -> (ClientLifecycleMode, Option<Duration>) {
+        let modern = vec![ProtocolVersion::V_2026_07_28];
+        match self {
+            Plan::Probe => (
+                ClientLifecycleMode::Auto {
+                    preferred_versions: modern,
+                    legacy_version: None,
+                },
+                Some(PROBE_BOUND),
+            ),
+            Plan::Discover => (
+                ClientLifecycleMode::Discover {
+                    preferred_versions: modern,
+                },
+                None,
+            ),
+            Plan::Initialize => (ClientLifecycleMode::Initialize, None),
+        }
+    }
+}
+
+/// Two clean attempts, each on a fresh connection: `server/discover`, then `initialize`.
+async fn connect_twice(
     spec: &ServerSpec,
     tools: ToolCache,
     stderr_tail: StderrTail,
@@ -254,7 +381,7 @@ pub(crate) async fn connect(
     };
     let first = tokio::time::timeout(
         timeout,
-        connect_with(spec, tools.clone(), stderr_tail.clone(), discover),
+        connect_with(spec, tools.clone(), stderr_tail.clone(), discover, None),
     )
     .await;
     match first {
@@ -269,7 +396,13 @@ pub(crate) async fn connect(
     }
     let second = tokio::time::timeout(
         timeout,
-        connect_with(spec, tools, stderr_tail, ClientLifecycleMode::Initialize),
+        connect_with(
+            spec,
+            tools,
+            stderr_tail,
+            ClientLifecycleMode::Initialize,
+            None,
+        ),
     )
     .await;
     match second {
@@ -297,11 +430,14 @@ impl From<ClientInitializeError> for ConnectError {
     }
 }
 
+/// One connection. `probe`, for a stdio server: how long its `server/discover` is waited for
+/// (see [`ProbeDeadline`]) and the flag set when that bound passes.
 async fn connect_with(
     spec: &ServerSpec,
     tools: ToolCache,
     stderr_tail: StderrTail,
     lifecycle: ClientLifecycleMode,
+    probe: Option<(Option<Duration>, Arc<AtomicBool>)>,
 ) -> Result<Connection, ConnectError> {
     let handler = UpstreamHandler {
         server: spec.name.clone(),
@@ -330,6 +466,8 @@ async fn connect_with(
             if let Some(stderr) = stderr {
                 stderr_tail.read(spec.name.clone(), stderr);
             }
+            let (bound, gave_up) = probe.unwrap_or_default();
+            let transport = ProbeDeadline::new(transport, bound, gave_up);
             handler.serve_with_lifecycle(transport, lifecycle).await?
         }
         Transport::Sse { url, headers } => connect_sse(spec, url, headers, handler).await?,

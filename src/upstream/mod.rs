@@ -9,6 +9,7 @@
 //! and that the caller may cause the server to start.
 
 mod client;
+mod lifecycle;
 mod sse;
 
 use std::collections::BTreeMap;
@@ -77,6 +78,8 @@ pub struct ServerStatus {
 pub struct UpstreamPool {
     servers: BTreeMap<String, Arc<Slot>>,
     timeouts: UpstreamTimeouts,
+    /// Which lifecycle each stdio server spoke, so the next start skips the probe.
+    lifecycles: lifecycle::LifecycleMemory,
 }
 
 struct Slot {
@@ -120,7 +123,42 @@ impl UpstreamPool {
                 .entry(name)
                 .or_insert_with(|| Arc::new(Slot::new(None, Conn::Invalid(reason))));
         }
-        UpstreamPool { servers, timeouts }
+        UpstreamPool {
+            servers,
+            timeouts,
+            lifecycles: Default::default(),
+        }
+    }
+
+    /// Keeps the memory of which lifecycle each stdio server spoke in `cache_dir` too, so that
+    /// later processes start a legacy server without probing it first.
+    pub fn remembering_lifecycles_in(mut self, cache_dir: &std::path::Path) -> Self {
+        self.lifecycles = lifecycle::LifecycleMemory::in_dir(cache_dir);
+        self
+    }
+
+    /// Starts connecting `servers` (and listing their tools) in the background, concurrently,
+    /// so that a first call finds them ready or on their way. Nothing waits for it; a server
+    /// that fails is recorded as on any first use. The caller has checked that whoever asks
+    /// may cause these servers to start; names that are not configured are skipped.
+    pub(crate) fn warm(self: &Arc<Self>, servers: &[&str]) {
+        for &server in servers {
+            let Some(slot) = self.servers.get(server) else {
+                continue;
+            };
+            // Connected, connecting, or failed: nothing to do (a failure retries on next use).
+            match slot.conn.try_lock() {
+                Ok(conn) if matches!(*conn, Conn::Idle) => {}
+                _ => continue,
+            }
+            let pool = self.clone();
+            let server = server.to_string();
+            tokio::spawn(async move {
+                if let Err(e) = pool.tools(&server).await {
+                    tracing::debug!(server, "pre-connect failed: {e}");
+                }
+            });
+        }
     }
 
     pub(crate) fn server_names(&self) -> impl Iterator<Item = &str> {
@@ -194,6 +232,7 @@ impl UpstreamPool {
             slot.tools.clone(),
             slot.stderr.clone(),
             self.timeouts.connect,
+            &self.lifecycles,
         )
         .await;
         match connected {

@@ -173,7 +173,10 @@ def test_lookups_start_only_servers_the_code_may_call(custom, tmp_path: Path) ->
     # Allowed one tool of alpha: only alpha starts, and only that tool shows.
     r = ok(c, LOOKUPS, allowed=["mcp__alpha__echo"]).result
     assert [m["name"] for m in r["search"]["matches"]] == ["mcp__alpha__echo"], r
-    assert r["search"]["connected"] == ["alpha"] and sorted(r["search"]["notSearched"]) == ["beta", "gamma"], r
+    # alpha, named by allowedTools, starts connecting as the execution starts: the search either
+    # finds it connected already or waits for it and says it connected it.
+    assert r["search"].get("connected", []) in ([], ["alpha"]), r
+    assert sorted(r["search"]["notSearched"]) == ["beta", "gamma"], r
     assert r["schema"]["name"] == "mcp__alpha__echo", r
     servers = servers_of(r["servers"])
     assert (servers["alpha"]["callable"], servers["alpha"]["tools"]) == (True, 1), servers
