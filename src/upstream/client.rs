@@ -22,6 +22,8 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
+use super::oauth;
+use super::oauth::problem::AuthProblem;
 use crate::clients::discovery::{ServerSpec, Transport};
 
 type ToolCache = Arc<Mutex<Option<Arc<Vec<Tool>>>>>;
@@ -160,6 +162,8 @@ pub(crate) struct ConnectFailure {
     pub public: String,
     /// Everything known, for the operator's log.
     pub detail: String,
+    /// The server asked for authorization (a 401, or tokens that can no longer be used).
+    pub auth: Option<AuthProblem>,
 }
 
 impl ConnectFailure {
@@ -167,6 +171,7 @@ impl ConnectFailure {
         ConnectFailure {
             public: reason.clone(),
             detail: reason,
+            auth: None,
         }
     }
 
@@ -186,6 +191,7 @@ impl ConnectFailure {
         ConnectFailure {
             public: format!("{public}; see the server log"),
             detail: e.to_string(),
+            auth: oauth::problem::of_handshake(e),
         }
     }
 }
@@ -343,8 +349,22 @@ async fn connect_with(
             }
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::from_config(config);
-            handler.serve_with_lifecycle(transport, lifecycle).await?
+            // With tokens from `auth login`, rmcp's authorized client attaches them and
+            // refreshes them; without, a 401 tells the pool the server needs login.
+            match oauth::connect::authorized_client(&oauth::pool_store(), url).await {
+                Ok(Some(client)) => {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve_with_lifecycle(transport, lifecycle).await?
+                }
+                Ok(None) => {
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    handler.serve_with_lifecycle(transport, lifecycle).await?
+                }
+                Err(unavailable) => {
+                    tracing::warn!(server = %spec.name, reason = %unavailable.detail.escape_debug(), "OAuth client unavailable");
+                    return Err(ConnectError::Setup(unavailable.public));
+                }
+            }
         }
     };
     Ok(Connection { service })
