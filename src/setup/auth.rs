@@ -70,12 +70,8 @@ pub enum AuthCommandError {
     Unknown { server: String, known: String },
     #[error("`{0}` is a stdio server: only HTTP servers use OAuth")]
     NotHttp(String),
-    #[error("login to `{server}` failed: {source}")]
-    Login {
-        server: String,
-        #[source]
-        source: LoginError,
-    },
+    #[error("login to `{server}` failed: {reason}")]
+    Login { server: String, reason: LoginError },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -134,9 +130,9 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
                 Some(stdin),
             )
             .await
-            .map_err(|source| AuthCommandError::Login {
+            .map_err(|reason| AuthCommandError::Login {
                 server: server.clone(),
-                source,
+                reason,
             })?;
             let scopes = if outcome.scopes.is_empty() {
                 "no scope named".to_string()
@@ -145,7 +141,12 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
             };
             let expiry = outcome
                 .expires_in
-                .map(|d| format!(", the access token expires in {}", humantime::format_duration(d)))
+                .map(|d| {
+                    format!(
+                        ", the access token expires in {}",
+                        humantime::format_duration(d)
+                    )
+                })
                 .unwrap_or_default();
             println!(
                 "Logged in to `{server}` ({scopes}{expiry}). Tokens stored in {}.",
@@ -247,9 +248,10 @@ async fn status_of(
         Ok(Some(record)) if record.has_token() => {
             let credentials = record.credentials.as_ref().expect("has_token");
             line.scopes = credentials.granted_scopes.clone();
-            let expires_in = credentials.token_response.as_ref().and_then(|t| {
-                serde_json::to_value(t).ok()?.get("expires_in")?.as_u64()
-            });
+            let expires_in = credentials
+                .token_response
+                .as_ref()
+                .and_then(|t| serde_json::to_value(t).ok()?.get("expires_in")?.as_u64());
             match (credentials.token_received_at, expires_in) {
                 (Some(at), Some(expires_in)) => {
                     let when = UNIX_EPOCH + Duration::from_secs(at + expires_in);

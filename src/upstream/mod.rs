@@ -111,7 +111,9 @@ enum Conn {
     /// The server asked for authorization and code-executor holds no usable token: the user
     /// must run `code-executor auth login NAME`. Tried again after [`RETRY_AFTER_FAILURE`], so
     /// a login made meanwhile is picked up.
-    NeedsLogin { at: Instant },
+    NeedsLogin {
+        at: Instant,
+    },
 }
 
 impl UpstreamPool {
@@ -261,8 +263,7 @@ impl UpstreamPool {
             }
         }
         let peer = self.peer(server).await?;
-        let listed = match tokio::time::timeout(self.timeouts.call, peer.list_all_tools()).await
-        {
+        let listed = match tokio::time::timeout(self.timeouts.call, peer.list_all_tools()).await {
             Err(_) => {
                 return Err(UpstreamError::Timeout {
                     server: server.to_string(),
@@ -419,9 +420,15 @@ impl Slot {
     ) -> UpstreamError {
         match problem {
             oauth::problem::AuthProblem::NeedsLogin => {
-                tracing::warn!(server, tool, "downstream server refused our token; it needs login");
+                tracing::warn!(
+                    server,
+                    tool,
+                    "downstream server refused our token; it needs login"
+                );
                 let mut conn = self.conn.lock().await;
-                if let Conn::Connected(c) = std::mem::replace(&mut *conn, Conn::NeedsLogin { at: Instant::now() }) {
+                if let Conn::Connected(c) =
+                    std::mem::replace(&mut *conn, Conn::NeedsLogin { at: Instant::now() })
+                {
                     c.close().await;
                 }
                 self.clear_tools();
@@ -429,6 +436,11 @@ impl Slot {
             }
             oauth::problem::AuthProblem::InsufficientScope { required } => {
                 tracing::warn!(server, tool, scopes = ?required, "downstream server asks for more OAuth scope");
+                // Reconnect on next use, with the tokens of a new login if there is one.
+                let mut conn = self.conn.lock().await;
+                if let Conn::Connected(c) = std::mem::replace(&mut *conn, Conn::Idle) {
+                    c.close().await;
+                }
                 UpstreamError::InsufficientScope {
                     server: server.to_string(),
                     tool: tool.to_string(),

@@ -35,10 +35,12 @@ pub async fn authorized_client(
     store: &OAuthStore,
     server_url: &str,
 ) -> Result<Option<AuthClient<reqwest::Client>>, Unavailable> {
-    let record = store.load(server_url).map_err(|e: StoreError| Unavailable {
-        public: "its OAuth tokens cannot be read; see the server log".into(),
-        detail: e.to_string(),
-    })?;
+    let record = store
+        .load(server_url)
+        .map_err(|e: StoreError| Unavailable {
+            public: "its OAuth tokens cannot be read; see the server log".into(),
+            detail: e.to_string(),
+        })?;
     let Some(record) = record.filter(|r| r.has_token()) else {
         return Ok(None);
     };

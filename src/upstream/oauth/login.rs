@@ -64,7 +64,9 @@ pub struct LoginOutcome {
 pub enum LoginError {
     #[error("cannot reach {url}: {reason}")]
     Unreachable { url: String, reason: String },
-    #[error("{url} answered without asking for authorization: it is not protected, no login is needed")]
+    #[error(
+        "{url} answered without asking for authorization: it is not protected, no login is needed"
+    )]
     NotProtected { url: String },
     #[error("OAuth discovery for {url} failed: {reason}")]
     Discovery { url: String, reason: String },
@@ -88,7 +90,9 @@ pub enum LoginError {
     NothingPasted,
     #[error("the redirect `{got}` is not this login's redirect URI {expected}: refused")]
     ForeignRedirect { got: String, expected: String },
-    #[error("the redirect's `state` is not the one this login sent: refused (a forged or stale redirect)")]
+    #[error(
+        "the redirect's `state` is not the one this login sent: refused (a forged or stale redirect)"
+    )]
     StateMismatch,
     #[error("the authorization server refused: {0}")]
     Denied(String),
@@ -168,6 +172,18 @@ where
         }),
         None => previous.as_ref().and_then(|r| r.client.clone()),
     };
+    // A registered client may be limited to the scopes it was registered with: asking for
+    // new ones (a step-up) registers a new client with all of them.
+    let granted: &[String] = previous
+        .as_ref()
+        .and_then(|r| r.credentials.as_ref())
+        .map(|c| c.granted_scopes.as_slice())
+        .unwrap_or_default();
+    if client.as_ref().map(|c| c.source) == Some(ClientSource::Dynamic)
+        && options.scopes.iter().any(|s| !granted.contains(s))
+    {
+        client = None;
+    }
     let wanted_port = client.as_ref().and_then(|c| loopback_port(&c.redirect_uri));
     let listener = match wanted_port {
         Some(port) => match TcpListener::bind(("127.0.0.1", port)).await {
@@ -187,7 +203,10 @@ where
         None => Some(bind_any().await?),
     };
     let port = match (&listener, wanted_port) {
-        (Some(l), _) => l.local_addr().map_err(|e| LoginError::Listen(e.to_string()))?.port(),
+        (Some(l), _) => l
+            .local_addr()
+            .map_err(|e| LoginError::Listen(e.to_string()))?
+            .port(),
         (None, Some(port)) => port,
         (None, None) => unreachable!("a listener is bound whenever no port is known"),
     };
@@ -300,8 +319,10 @@ fn discovery_error(url: &str, e: AuthError) -> LoginError {
 
 fn token_error(e: AuthError) -> String {
     match e {
-        // oauth2's own message for a body that is not a token response.
-        AuthError::TokenExchangeFailed(m) => m,
+        // oauth2's own message for an error status or a body that is not a token response.
+        AuthError::TokenExchangeFailed(m) => {
+            format!("the token endpoint's answer is not a token response ({m})")
+        }
         other => other.to_string(),
     }
 }
@@ -529,12 +550,16 @@ async fn serve_callback(listener: TcpListener) -> Result<String, LoginError> {
             .next()
             .and_then(|line| {
                 let mut parts = line.split(' ');
-                (parts.next() == Some("GET")).then(|| parts.next()).flatten()
+                (parts.next() == Some("GET"))
+                    .then(|| parts.next())
+                    .flatten()
             })
             .unwrap_or("");
         if target.split('?').next() != Some(CALLBACK_PATH) {
             let _ = socket
-                .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
                 .await;
             continue;
         }
@@ -605,7 +630,9 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let served = tokio::spawn(serve_callback(listener));
         let get = |path: &'static str| async move {
-            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
             s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
                 .await
                 .unwrap();
@@ -614,7 +641,11 @@ mod tests {
             answer
         };
         assert!(get("/favicon.ico").await.starts_with("HTTP/1.1 404"));
-        assert!(get("/callback?code=a&state=b").await.starts_with("HTTP/1.1 200"));
+        assert!(
+            get("/callback?code=a&state=b")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
         assert_eq!(
             served.await.unwrap().unwrap(),
             format!("http://127.0.0.1:{port}/callback?code=a&state=b")

@@ -74,6 +74,9 @@ mod tests {
             login_command("my server", &["read".into(), "write".into()]),
             "code-executor auth login 'my server' --scope read --scope write"
         );
-        assert_eq!(login_command("it's", &[]), r"code-executor auth login 'it'\''s'");
+        assert_eq!(
+            login_command("it's", &[]),
+            r"code-executor auth login 'it'\''s'"
+        );
     }
 }

@@ -95,7 +95,11 @@ fn of_challenge(header: &str) -> AuthProblem {
     let params = parse(header);
     if params.is_insufficient_scope() {
         AuthProblem::InsufficientScope {
-            required: params.scope.as_deref().map(split_scopes).unwrap_or_default(),
+            required: params
+                .scope
+                .as_deref()
+                .map(split_scopes)
+                .unwrap_or_default(),
         }
     } else {
         AuthProblem::NeedsLogin

@@ -193,7 +193,10 @@ impl OAuthStore {
             source,
         };
         std::fs::create_dir_all(&self.dir).map_err(dir_error)?;
-        let mode = std::fs::metadata(&self.dir).map_err(dir_error)?.permissions().mode();
+        let mode = std::fs::metadata(&self.dir)
+            .map_err(dir_error)?
+            .permissions()
+            .mode();
         if mode & 0o077 != 0 {
             std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o700))
                 .map_err(dir_error)?;
@@ -309,14 +312,18 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("oauth");
         let store = OAuthStore::new(dir.clone());
-        store.save(&record("https://mcp.example/mcp", "tok-A")).unwrap();
+        store
+            .save(&record("https://mcp.example/mcp", "tok-A"))
+            .unwrap();
         let path = store.path_for("https://mcp.example/mcp");
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);
         assert_eq!(mode(&dir), 0o700);
         // A directory someone loosened is tightened on the next write.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        store.save(&record("https://mcp.example/mcp", "tok-B")).unwrap();
+        store
+            .save(&record("https://mcp.example/mcp", "tok-B"))
+            .unwrap();
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&path), 0o600);
     }
@@ -347,8 +354,12 @@ mod tests {
     fn one_file_per_server_url() {
         let tmp = tempfile::tempdir().unwrap();
         let store = OAuthStore::new(tmp.path().to_path_buf());
-        store.save(&record("https://a.example/mcp", "tok-A")).unwrap();
-        store.save(&record("https://b.example/mcp", "tok-B")).unwrap();
+        store
+            .save(&record("https://a.example/mcp", "tok-A"))
+            .unwrap();
+        store
+            .save(&record("https://b.example/mcp", "tok-B"))
+            .unwrap();
         assert_ne!(
             store.path_for("https://a.example/mcp"),
             store.path_for("https://b.example/mcp")
@@ -365,13 +376,19 @@ mod tests {
         let store = OAuthStore::new(tmp.path().to_path_buf());
         let url = "https://mcp.example/mcp";
         let path = store.path_for(url);
-        std::fs::write(&path, b"{\"version\": 1, \"server_url\": \"secret-token-xyz").unwrap();
+        std::fs::write(
+            &path,
+            b"{\"version\": 1, \"server_url\": \"secret-token-xyz",
+        )
+        .unwrap();
         let err = store.load(url).unwrap_err().to_string();
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains("auth login"), "{err}");
         assert!(!err.contains("secret-token-xyz"), "{err}");
         // A record of another URL under this URL's name is refused too.
-        store.save(&record("https://other.example/mcp", "t")).unwrap();
+        store
+            .save(&record("https://other.example/mcp", "t"))
+            .unwrap();
         std::fs::rename(store.path_for("https://other.example/mcp"), &path).unwrap();
         let err = store.load(url).unwrap_err().to_string();
         assert!(err.contains("another server URL"), "{err}");
