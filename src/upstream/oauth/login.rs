@@ -34,8 +34,8 @@ pub const CALLBACK_PATH: &str = "/callback";
 /// The client name sent with Dynamic Client Registration.
 const CLIENT_NAME: &str = "code-executor";
 
-/// What the user asked for.
-#[derive(Debug, Clone, Default)]
+/// What the user asked for. `Debug` redacts the client secret.
+#[derive(Clone, Default)]
 pub struct LoginOptions {
     /// Scopes to request, besides those already granted.
     pub scopes: Vec<String>,
@@ -48,6 +48,21 @@ pub struct LoginOptions {
     /// The program that opens the URL (`$CODE_EXECUTOR_BROWSER`, `$BROWSER`), else the
     /// platform's opener.
     pub browser: Option<String>,
+}
+
+impl std::fmt::Debug for LoginOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginOptions")
+            .field("scopes", &self.scopes)
+            .field("no_browser", &self.no_browser)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("browser", &self.browser)
+            .finish()
+    }
 }
 
 /// What a login achieved (no token in it).
@@ -615,6 +630,20 @@ mod tests {
             check_redirect(&format!("{OURS}?error=access_denied&state=s1"), OURS, "s1"),
             Err(LoginError::Denied(_))
         ));
+    }
+
+    #[test]
+    fn options_show_no_client_secret() {
+        let options = LoginOptions {
+            client_id: Some("id-1".into()),
+            client_secret: Some("very-secret".into()),
+            ..Default::default()
+        };
+        let shown = format!("{options:?}");
+        assert!(
+            shown.contains("id-1") && !shown.contains("very-secret"),
+            "{shown}"
+        );
     }
 
     #[test]
