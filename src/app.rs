@@ -181,6 +181,7 @@ impl App {
 
 /// The pool of downstream servers `discovery` found (unusable entries kept, to be reported).
 pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> UpstreamPool {
+    crate::upstream::oauth::use_store_dir(settings.oauth_dir.clone());
     UpstreamPool::new(
         discovery.servers.clone(),
         discovery

@@ -23,6 +23,7 @@ use code_executor::sandbox::host::Worker;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
+use code_executor::setup::auth::AuthArgs;
 use code_executor::setup::cli::SetupArgs;
 use code_executor::setup::trust::TrustArgs;
 use code_executor::wrappers::cli::WrappersArgs;
@@ -85,6 +86,9 @@ enum Command {
     /// Register code-executor with your MCP clients (Claude Code, Cursor, VS Code, Claude
     /// Desktop, Codex, Gemini CLI), backing up every file it changes.
     Setup(SetupArgs),
+    /// Log in to OAuth-protected HTTP servers (`auth login NAME`), show where each stands
+    /// (`auth status`), forget a server's tokens (`auth logout NAME`).
+    Auth(AuthArgs),
     /// Approve servers this project's own files define (.mcp.json, .cursor/mcp.json,
     /// .vscode/mcp.json, .codex/config.toml, .gemini/settings.json): none starts before.
     Trust(TrustArgs),
@@ -210,6 +214,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Wrappers(args) => wrappers(settings, args).await,
         Command::Setup(args) => setup(settings, args).await,
         Command::Trust(args) => trust(settings, args),
+        Command::Auth(args) => auth(settings, args).await,
         Command::FetchRuntimes { mirror } => fetch_runtimes(settings, mirror).await,
     }
 }
@@ -553,6 +558,15 @@ async fn wrappers(settings: Settings, args: WrappersArgs) -> Result<ExitCode> {
 async fn setup(settings: Settings, args: SetupArgs) -> Result<ExitCode> {
     code_executor::setup::cli::run(args, &settings).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn auth(settings: Settings, args: AuthArgs) -> Result<ExitCode> {
+    let ok = code_executor::setup::auth::run(args, &settings).await?;
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn trust(settings: Settings, args: TrustArgs) -> Result<ExitCode> {

@@ -19,7 +19,15 @@ pub const CONFIG_ENV: &str = "CODE_EXECUTOR_CONFIG";
 pub(crate) const ENV_PREFIX: &str = "CODE_EXECUTOR_";
 
 /// Variables with the prefix that are not settings fields (read elsewhere).
-const NOT_SETTINGS: &[&str] = &["config", "runtime_mirror", "bin", "log", "http_token"];
+const NOT_SETTINGS: &[&str] = &[
+    "config",
+    "runtime_mirror",
+    "bin",
+    "log",
+    "http_token",
+    "browser",
+    "oauth_client_secret",
+];
 
 /// Environment variable holding the HTTP bearer token itself (`http_token_file` is preferred:
 /// a file keeps the secret out of the process environment).
@@ -98,6 +106,10 @@ pub(crate) struct RawSettings {
     /// `wrappers/<server>.ts` (TypeScript) or `wrappers.<server>` (Python). Default:
     /// `$XDG_DATA_HOME/code-executor/wrappers` (used if it exists).
     pub wrappers_dir: Option<PathBuf>,
+    /// Where `code-executor auth login` keeps the OAuth clients and tokens of remote servers:
+    /// one file per server URL, mode 0600, in a directory of mode 0700. Default:
+    /// `$XDG_CONFIG_HOME/code-executor/oauth` (the appliance points it at its config volume).
+    pub oauth_dir: Option<PathBuf>,
     /// Server-wide policy: when set, no execution may call a tool outside these exact names or
     /// `*` globs, whatever its `allowedTools` says. Default: unset (`allowedTools` decides).
     pub policy_allow: Option<Vec<String>>,
@@ -159,6 +171,7 @@ pub struct Settings {
     pub connect_timeout: Duration,
     pub servers_file: PathBuf,
     pub wrappers_dir: PathBuf,
+    pub oauth_dir: PathBuf,
     pub policy_allow: Option<Vec<String>>,
     pub policy_deny: Vec<String>,
     pub max_argument_bytes: usize,
@@ -274,6 +287,9 @@ impl Settings {
             wrappers_dir: raw
                 .wrappers_dir
                 .unwrap_or_else(|| own_data_dir().join("wrappers")),
+            oauth_dir: raw
+                .oauth_dir
+                .unwrap_or_else(|| own_config_dir().join("oauth")),
             policy_allow: raw.policy_allow,
             policy_deny: raw.policy_deny.unwrap_or_default(),
             max_argument_bytes: raw.max_argument_bytes.unwrap_or(1024 * 1024),

@@ -37,6 +37,7 @@
 //!
 //! Files are written by [`write`]: through symbolic links, atomically.
 
+pub mod auth;
 pub mod cli;
 pub mod clients;
 pub mod edit;

@@ -18,6 +18,7 @@ use std::time::Duration;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
 use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
@@ -25,6 +26,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
 use super::lifecycle::{Known, LifecycleMemory, PROBE_BOUND, ProbeDeadline};
+use super::oauth;
+use super::oauth::problem::AuthProblem;
 use super::sse;
 use crate::clients::discovery::{ServerSpec, Transport};
 
@@ -164,6 +167,8 @@ pub(crate) struct ConnectFailure {
     pub public: String,
     /// Everything known, for the operator's log.
     pub detail: String,
+    /// The server asked for authorization (a 401, or tokens that can no longer be used).
+    pub auth: Option<AuthProblem>,
 }
 
 impl ConnectFailure {
@@ -171,6 +176,15 @@ impl ConnectFailure {
         ConnectFailure {
             public: reason.clone(),
             detail: reason,
+            auth: None,
+        }
+    }
+
+    fn auth(problem: AuthProblem) -> Self {
+        ConnectFailure {
+            public: "it asks for authorization".into(),
+            detail: format!("authorization needed: {problem:?}"),
+            auth: Some(problem),
         }
     }
 
@@ -190,6 +204,7 @@ impl ConnectFailure {
         ConnectFailure {
             public: format!("{public}; see the server log"),
             detail: e.to_string(),
+            auth: oauth::problem::of_handshake(e),
         }
     }
 }
@@ -327,6 +342,7 @@ pub(crate) async fn connect(
             Ok(connection)
         }
         Ok(Err(ConnectError::Setup(reason))) => Err(ConnectFailure::ours(reason)),
+        Ok(Err(ConnectError::Auth(problem))) => Err(ConnectFailure::auth(problem)),
         Ok(Err(ConnectError::Handshake(e))) => Err(ConnectFailure::handshake(&e)),
         Err(_) => Err(ConnectFailure::ours(format!(
             "no answer to the MCP handshake within {} ms",
@@ -387,6 +403,7 @@ async fn connect_twice(
     match first {
         Ok(Ok(connection)) => return Ok(connection),
         Ok(Err(ConnectError::Setup(reason))) => return Err(ConnectFailure::ours(reason)),
+        Ok(Err(ConnectError::Auth(problem))) => return Err(ConnectFailure::auth(problem)),
         Ok(Err(ConnectError::Handshake(e))) => {
             tracing::debug!(server = %spec.name, "no protocol 2026-07-28 ({e}); retrying with initialize");
         }
@@ -408,6 +425,7 @@ async fn connect_twice(
     match second {
         Ok(Ok(connection)) => Ok(connection),
         Ok(Err(ConnectError::Setup(reason))) => Err(ConnectFailure::ours(reason)),
+        Ok(Err(ConnectError::Auth(problem))) => Err(ConnectFailure::auth(problem)),
         Ok(Err(ConnectError::Handshake(e))) => Err(ConnectFailure::handshake(&e)),
         Err(_) => Err(ConnectFailure::ours(format!(
             "no answer to `initialize` within {} ms",
@@ -422,6 +440,9 @@ enum ConnectError {
     Setup(String),
     #[error("{0}")]
     Handshake(Box<ClientInitializeError>),
+    /// The server asked for authorization before any handshake (a legacy SSE stream's 401).
+    #[error("it asks for authorization")]
+    Auth(AuthProblem),
 }
 
 impl From<ClientInitializeError> for ConnectError {
@@ -470,11 +491,15 @@ async fn connect_with(
             let transport = ProbeDeadline::new(transport, bound, gave_up);
             handler.serve_with_lifecycle(transport, lifecycle).await?
         }
-        Transport::Sse { url, headers } => connect_sse(spec, url, headers, handler).await?,
+        Transport::Sse { url, headers } => {
+            let authorized = authorized_client(spec, url).await?;
+            connect_sse(spec, url, headers, handler, authorized).await?
+        }
         Transport::Http { url, headers }
             if sse::Spoken::recalled(&spec.name, url) == Some(sse::Spoken::Sse) =>
         {
-            connect_sse(spec, url, headers, handler).await?
+            let authorized = authorized_client(spec, url).await?;
+            connect_sse(spec, url, headers, handler, authorized).await?
         }
         Transport::Http { url, headers } => {
             let mut custom = HashMap::new();
@@ -489,11 +514,23 @@ async fn connect_with(
             }
             let config =
                 StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
-            let transport = StreamableHttpClientTransport::from_config(config);
+            // With tokens from `auth login`, rmcp's authorized client attaches them and
+            // refreshes them; without, a 401 tells the pool the server needs login.
+            let authorized = authorized_client(spec, url).await?;
             // The specification's backwards-compatibility probe: an `initialize` POST answered
             // 400, 404 or 405 may be a legacy HTTP+SSE server.
             let probing = matches!(lifecycle, ClientLifecycleMode::Initialize);
-            match handler.serve_with_lifecycle(transport, lifecycle).await {
+            let attempt = match authorized.clone() {
+                Some(client) => {
+                    let transport = StreamableHttpClientTransport::with_client(client, config);
+                    handler.serve_with_lifecycle(transport, lifecycle).await
+                }
+                None => {
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    handler.serve_with_lifecycle(transport, lifecycle).await
+                }
+            };
+            match attempt {
                 Ok(service) => {
                     sse::Spoken::Streamable.remember(&spec.name, url);
                     service
@@ -503,7 +540,7 @@ async fn connect_with(
                         server: spec.name.clone(),
                         tools,
                     };
-                    match connect_sse(spec, url, headers, handler).await {
+                    match connect_sse(spec, url, headers, handler, authorized).await {
                         Ok(service) => {
                             sse::Spoken::Sse.remember(&spec.name, url);
                             service
@@ -521,6 +558,19 @@ async fn connect_with(
     Ok(Connection { service })
 }
 
+/// rmcp's authorized client for `url` when `auth login` stored tokens for it.
+async fn authorized_client(
+    spec: &ServerSpec,
+    url: &str,
+) -> Result<Option<AuthClient<reqwest::Client>>, ConnectError> {
+    oauth::connect::authorized_client(&oauth::pool_store(), url)
+        .await
+        .map_err(|unavailable| {
+            tracing::warn!(server = %spec.name, reason = %unavailable.detail.escape_debug(), "OAuth client unavailable");
+            ConnectError::Setup(unavailable.public)
+        })
+}
+
 /// Opens a legacy HTTP+SSE connection and runs `initialize` on it: a 2024-11-05 server knows
 /// no `server/discover`, so that attempt is never made (it could only wait for its timeout).
 async fn connect_sse(
@@ -528,11 +578,16 @@ async fn connect_sse(
     url: &str,
     headers: &std::collections::BTreeMap<String, String>,
     handler: UpstreamHandler,
+    auth: Option<AuthClient<reqwest::Client>>,
 ) -> Result<RunningService<RoleClient, UpstreamHandler>, ConnectError> {
-    let config = sse::SseConfig::new(&spec.name, url, headers);
+    let mut config = sse::SseConfig::new(&spec.name, url, headers);
+    config.auth = auth;
     let transport = sse::SseTransport::connect(config)
         .await
-        .map_err(|e| ConnectError::Setup(e.to_string()))?;
+        .map_err(|e| match e {
+            sse::SseError::Unauthorized => ConnectError::Auth(AuthProblem::NeedsLogin),
+            e => ConnectError::Setup(e.to_string()),
+        })?;
     Ok(handler
         .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
         .await?)

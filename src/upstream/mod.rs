@@ -10,6 +10,7 @@
 
 mod client;
 mod lifecycle;
+pub mod oauth;
 mod sse;
 
 use std::collections::BTreeMap;
@@ -55,6 +56,17 @@ pub enum UpstreamError {
         tool: String,
         reason: String,
     },
+    #[error("MCP server `{server}` needs login: run `{command}`")]
+    NeedsLogin { server: String, command: String },
+    #[error(
+        "MCP server `{server}` refused `{tool}`: it needs more OAuth scope ({scopes}); run `{command}` (the scopes granted so far are kept)"
+    )]
+    InsufficientScope {
+        server: String,
+        tool: String,
+        scopes: String,
+        command: String,
+    },
 }
 
 /// The state of one downstream server, for `listServers` and `health`.
@@ -98,6 +110,12 @@ enum Conn {
     Connected(client::Connection),
     Failed {
         reason: String,
+        at: Instant,
+    },
+    /// The server asked for authorization and code-executor holds no usable token: the user
+    /// must run `code-executor auth login NAME`. Tried again after [`RETRY_AFTER_FAILURE`], so
+    /// a login made meanwhile is picked up.
+    NeedsLogin {
         at: Instant,
     },
 }
@@ -221,6 +239,11 @@ impl UpstreamPool {
                 reason: reason.clone(),
             });
         }
+        if let Conn::NeedsLogin { at } = &*conn
+            && at.elapsed() < RETRY_AFTER_FAILURE
+        {
+            return Err(needs_login(server));
+        }
         let Some(spec) = &slot.spec else {
             return Err(UpstreamError::Start {
                 server: server.to_string(),
@@ -254,6 +277,10 @@ impl UpstreamPool {
                     stderr = %slot.stderr.text(),
                     "downstream server failed to start"
                 );
+                if failure.auth.is_some() {
+                    *conn = Conn::NeedsLogin { at: Instant::now() };
+                    return Err(needs_login(server));
+                }
                 *conn = Conn::Failed {
                     reason: failure.public.clone(),
                     at: Instant::now(),
@@ -276,18 +303,26 @@ impl UpstreamPool {
             }
         }
         let peer = self.peer(server).await?;
-        let listed = tokio::time::timeout(self.timeouts.call, peer.list_all_tools())
-            .await
-            .map_err(|_| UpstreamError::Timeout {
-                server: server.to_string(),
-                tool: "tools/list".into(),
-                ms: self.timeouts.call.as_millis(),
-            })?
-            .map_err(|e| UpstreamError::Call {
-                server: server.to_string(),
-                tool: "tools/list".into(),
-                reason: e.to_string(),
-            })?;
+        let listed = match tokio::time::timeout(self.timeouts.call, peer.list_all_tools()).await {
+            Err(_) => {
+                return Err(UpstreamError::Timeout {
+                    server: server.to_string(),
+                    tool: "tools/list".into(),
+                    ms: self.timeouts.call.as_millis(),
+                });
+            }
+            Ok(Err(e)) => {
+                if let Some(problem) = oauth::problem::of_service(&e) {
+                    return Err(slot.auth_failed(server, "tools/list", problem).await);
+                }
+                return Err(UpstreamError::Call {
+                    server: server.to_string(),
+                    tool: "tools/list".into(),
+                    reason: e.to_string(),
+                });
+            }
+            Ok(Ok(listed)) => listed,
+        };
         let tools = Arc::new(listed);
         *slot.tools.lock().expect("tool cache lock") = Some(tools.clone());
         Ok(tools)
@@ -315,6 +350,9 @@ impl UpstreamPool {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(e)) => {
                 let slot = self.slot(server)?;
+                if let Some(problem) = oauth::problem::of_service(&e) {
+                    return Err(slot.auth_failed(server, tool, problem).await);
+                }
                 let reason = match e {
                     rmcp::ServiceError::TransportClosed => "its connection closed during the call (it reconnects on next use; see the server log)".to_owned(),
                     _ => e.to_string(),
@@ -359,6 +397,13 @@ impl UpstreamPool {
                 }
                 Conn::Connected(_) => ("connected", None),
                 Conn::Failed { reason, .. } => ("failed", Some(reason.clone())),
+                Conn::NeedsLogin { .. } => (
+                    NEEDS_LOGIN,
+                    Some(format!(
+                        "needs login: run `{}`",
+                        oauth::login_command(name, &[])
+                    )),
+                ),
                 Conn::Invalid(reason) => {
                     ("failed", Some(format!("invalid configuration: {reason}")))
                 }
@@ -405,7 +450,62 @@ impl UpstreamPool {
     }
 }
 
+/// The state of a server that needs `code-executor auth login`.
+pub const NEEDS_LOGIN: &str = "needs_login";
+
+fn needs_login(server: &str) -> UpstreamError {
+    UpstreamError::NeedsLogin {
+        server: server.to_string(),
+        command: oauth::login_command(server, &[]),
+    }
+}
+
 impl Slot {
+    /// A call was refused for authorization: without usable tokens the connection is closed
+    /// and the server needs login; a 403 asking for scope leaves it up and names the scope.
+    async fn auth_failed(
+        &self,
+        server: &str,
+        tool: &str,
+        problem: oauth::problem::AuthProblem,
+    ) -> UpstreamError {
+        match problem {
+            oauth::problem::AuthProblem::NeedsLogin => {
+                tracing::warn!(
+                    server,
+                    tool,
+                    "downstream server refused our token; it needs login"
+                );
+                let mut conn = self.conn.lock().await;
+                if let Conn::Connected(c) =
+                    std::mem::replace(&mut *conn, Conn::NeedsLogin { at: Instant::now() })
+                {
+                    c.close().await;
+                }
+                self.clear_tools();
+                needs_login(server)
+            }
+            oauth::problem::AuthProblem::InsufficientScope { required } => {
+                tracing::warn!(server, tool, scopes = ?required, "downstream server asks for more OAuth scope");
+                // Reconnect on next use, with the tokens of a new login if there is one.
+                let mut conn = self.conn.lock().await;
+                if let Conn::Connected(c) = std::mem::replace(&mut *conn, Conn::Idle) {
+                    c.close().await;
+                }
+                UpstreamError::InsufficientScope {
+                    server: server.to_string(),
+                    tool: tool.to_string(),
+                    scopes: if required.is_empty() {
+                        "the server did not say which".into()
+                    } else {
+                        required.join(" ")
+                    },
+                    command: oauth::login_command(server, &required),
+                }
+            }
+        }
+    }
+
     fn new(spec: Option<ServerSpec>, conn: Conn) -> Self {
         Slot {
             spec,
