@@ -66,6 +66,7 @@ impl App {
         };
         let policy = Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny)?;
         let discovery = discover(&settings)?;
+        let policy = policy.with_aliases(discovery.aliases.clone());
         for warning in &discovery.warnings {
             tracing::warn!("{warning}");
         }
@@ -193,6 +194,7 @@ pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> Upstr
             call: settings.tool_call_timeout,
         },
     )
+    .with_aliases(discovery.aliases.clone())
 }
 
 /// The servers of the project's own files that wait for approval, as the server list shows

@@ -118,6 +118,7 @@ pub use super::parse::DiscoveryError;
 pub use super::spec::{ConfigSource, ServerSpec, Transport};
 pub use super::table::SourceKind;
 
+use super::aliases::Aliases;
 use super::brought;
 use super::entry::transport;
 use super::expand::Vars;
@@ -202,6 +203,9 @@ pub struct Discovery {
     /// Definitions hidden by a later one of the same name, sorted by name,
     /// then lowest precedence first.
     pub overridden: Vec<Overridden>,
+    /// Other names of the servers in `servers` (the same server configured under several
+    /// names; see `super::aliases`). Empty until `super::aliases::fold` ran.
+    pub aliases: Aliases,
     /// Every config file read and parsed, in reading order, each once.
     pub sources_read: Vec<PathBuf>,
     /// Things the user may want to know: skipped files, skipped
