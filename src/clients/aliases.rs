@@ -61,9 +61,7 @@ impl Aliases {
 
     /// Every alias with its canonical name, sorted by alias.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.canonical
-            .iter()
-            .map(|(a, c)| (a.as_str(), c.as_str()))
+        self.canonical.iter().map(|(a, c)| (a.as_str(), c.as_str()))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -103,10 +101,7 @@ pub(crate) fn fold(all: &mut Vec<ServerSpec>) -> Aliases {
     // Groups of the same server, in the order their first member appears.
     let mut groups: Vec<Vec<ServerSpec>> = Vec::new();
     for spec in servers {
-        match groups
-            .iter_mut()
-            .find(|g| g[0].transport == spec.transport)
-        {
+        match groups.iter_mut().find(|g| g[0].transport == spec.transport) {
             Some(group) => group.push(spec),
             None => groups.push(vec![spec]),
         }

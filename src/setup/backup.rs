@@ -152,7 +152,7 @@ pub enum RestoreError {
 
 /// What a restore did to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Restored {
+pub(crate) enum RestoreStep {
     /// The old bytes are back.
     Restored(PathBuf),
     /// Created by the run and unchanged since: removed.
@@ -183,7 +183,7 @@ pub(crate) fn restore(
     root: &Path,
     stamp: Option<&str>,
     now: &str,
-) -> Result<(String, Vec<Restored>, PathBuf), RestoreError> {
+) -> Result<(String, Vec<RestoreStep>, PathBuf), RestoreError> {
     let known = runs(root);
     let stamp = match stamp {
         Some(s) if known.iter().any(|k| k == s) => s.to_owned(),
@@ -206,12 +206,11 @@ pub(crate) fn restore(
         move |source| RestoreError::Io { path, source }
     };
     let text = std::fs::read_to_string(&manifest_path).map_err(io_err(&manifest_path))?;
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|source| {
-        RestoreError::Manifest {
+    let manifest: Manifest =
+        serde_json::from_str(&text).map_err(|source| RestoreError::Manifest {
             path: manifest_path.clone(),
             source,
-        }
-    })?;
+        })?;
     // What each file becomes: its old bytes, or removal.
     let mut plan: Vec<(&Saved, Option<Vec<u8>>)> = Vec::new();
     for saved in &manifest.files {
@@ -236,16 +235,16 @@ pub(crate) fn restore(
             Some(bytes) => {
                 undo.save(path, &bytes).map_err(io_err(path))?;
                 write::replace(path, &bytes).map_err(io_err(path))?;
-                done.push(Restored::Restored(path.clone()));
+                done.push(RestoreStep::Restored(path.clone()));
             }
             None => match current {
                 Some(now) if digest(&now) == saved.written => {
                     undo.save(path, b"").map_err(io_err(path))?;
                     let target = write::resolve_links(path).map_err(io_err(path))?;
                     std::fs::remove_file(&target).map_err(io_err(path))?;
-                    done.push(Restored::Removed(path.clone()));
+                    done.push(RestoreStep::Removed(path.clone()));
                 }
-                Some(_) => done.push(Restored::KeptChanged(path.clone())),
+                Some(_) => done.push(RestoreStep::KeptChanged(path.clone())),
                 None => {}
             },
         }

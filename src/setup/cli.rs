@@ -151,14 +151,14 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
 
 /// `setup --restore`: puts one run's files back.
 fn restore(backups: &std::path::Path, stamp: Option<&str>) -> Result<(), CliError> {
-    use super::backup::Restored;
+    use super::backup::RestoreStep;
     let (stamp, done, undo) = super::backup::restore(backups, stamp, &super::stamp())?;
     println!("Restoring the files of setup run {stamp}:");
     for r in &done {
         match r {
-            Restored::Restored(p) => println!("  restored {}", p.display()),
-            Restored::Removed(p) => println!("  removed {} (setup had created it)", p.display()),
-            Restored::KeptChanged(p) => println!(
+            RestoreStep::Restored(p) => println!("  restored {}", p.display()),
+            RestoreStep::Removed(p) => println!("  removed {} (setup had created it)", p.display()),
+            RestoreStep::KeptChanged(p) => println!(
                 "  kept {} (setup had created it, but it changed since)",
                 p.display()
             ),

@@ -524,7 +524,9 @@ pub(crate) fn apply(
             path: change.path.clone(),
             source,
         };
-        let backup = run.save(&change.path, change.after.as_bytes()).map_err(io)?;
+        let backup = run
+            .save(&change.path, change.after.as_bytes())
+            .map_err(io)?;
         write::replace(&change.path, &change.after).map_err(io)?;
         written.push(Written {
             path: change.path.clone(),

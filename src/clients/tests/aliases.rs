@@ -21,7 +21,8 @@ impl Fixture {
     }
 }
 
-const GIT: &str = r#"{"command": "uvx", "args": ["mcp-server-git"], "env": {"GIT_TOKEN": "${GITHUB_TOKEN}"}}"#;
+const GIT: &str =
+    r#"{"command": "uvx", "args": ["mcp-server-git"], "env": {"GIT_TOKEN": "${GITHUB_TOKEN}"}}"#;
 
 fn alias_names(a: &Aliases, canonical: &str) -> Vec<String> {
     a.names_of(canonical)
@@ -36,7 +37,10 @@ fn one_server_in_three_clients_is_one_entry_with_two_aliases() {
         ".claude.json",
         &format!(r#"{{"mcpServers": {{"git-server": {GIT}}}}}"#),
     );
-    fx.home_file(".cursor/mcp.json", &format!(r#"{{"mcpServers": {{"git": {GIT}}}}}"#));
+    fx.home_file(
+        ".cursor/mcp.json",
+        &format!(r#"{{"mcpServers": {{"git": {GIT}}}}}"#),
+    );
     let literal = GIT.replace("${GITHUB_TOKEN}", "ghp_test123");
     fx.home_file(
         ".config/Code/User/mcp.json",
@@ -59,8 +63,14 @@ fn one_server_in_three_clients_is_one_entry_with_two_aliases() {
 #[test]
 fn the_canonical_name_does_not_depend_on_which_file_is_read_first() {
     let fx = Fixture::new();
-    fx.home_file(".cursor/mcp.json", &format!(r#"{{"mcpServers": {{"zz": {GIT}, "bb": {GIT}}}}}"#));
-    fx.home_file(".claude.json", &format!(r#"{{"mcpServers": {{"aa-longer": {GIT}}}}}"#));
+    fx.home_file(
+        ".cursor/mcp.json",
+        &format!(r#"{{"mcpServers": {{"zz": {GIT}, "bb": {GIT}}}}}"#),
+    );
+    fx.home_file(
+        ".claude.json",
+        &format!(r#"{{"mcpServers": {{"aa-longer": {GIT}}}}}"#),
+    );
     let d = fx.folded();
     // Shortest first, then byte order.
     assert_eq!(names(&d), ["bb"]);
@@ -86,7 +96,15 @@ fn servers_that_launch_differently_stay_separate() {
     let d = fx.folded();
     assert_eq!(
         names(&d),
-        ["git", "git-cwd", "git-more-args", "git-no-env", "git-other-env", "web", "web-other-token"]
+        [
+            "git",
+            "git-cwd",
+            "git-more-args",
+            "git-no-env",
+            "git-other-env",
+            "web",
+            "web-other-token"
+        ]
     );
     assert_eq!(d.aliases.iter().collect::<Vec<_>>(), [("web-same", "web")]);
 }
@@ -94,13 +112,21 @@ fn servers_that_launch_differently_stay_separate() {
 #[test]
 fn a_projects_unapproved_copy_is_not_folded_into_the_users_server() {
     let fx = Fixture::new();
-    fx.home_file(".cursor/mcp.json", &format!(r#"{{"mcpServers": {{"git-server": {GIT}}}}}"#));
-    fx.project_file(".mcp.json", &format!(r#"{{"mcpServers": {{"git": {GIT}}}}}"#));
+    fx.home_file(
+        ".cursor/mcp.json",
+        &format!(r#"{{"mcpServers": {{"git-server": {GIT}}}}}"#),
+    );
+    fx.project_file(
+        ".mcp.json",
+        &format!(r#"{{"mcpServers": {{"git": {GIT}}}}}"#),
+    );
     let d = fx.folded();
     assert_eq!(names(&d), ["git-server"]);
     assert!(d.aliases.is_empty(), "{:?}", d.aliases);
     assert_eq!(
-        d.needs_approval().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        d.needs_approval()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
         ["git"]
     );
 }

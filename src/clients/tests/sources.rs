@@ -750,6 +750,9 @@ fn vs_code_user_files_are_read_in_every_documented_place() {
     // are not configs.
     let fx = Fixture::new();
     fs::create_dir_all(fx.home.join(".config/Code/User/profiles/empty")).unwrap();
-    fx.home_file(".config/Code/User/profiles/mcp.json", r#"{"servers": {"x": {"command": "x"}}}"#);
+    fx.home_file(
+        ".config/Code/User/profiles/mcp.json",
+        r#"{"servers": {"x": {"command": "x"}}}"#,
+    );
     assert!(fx.discover().servers.is_empty());
 }

@@ -221,6 +221,9 @@ fn apply_writes_through_a_symlinked_config_and_keeps_the_link() {
     let now = std::fs::read_to_string(dotfiles.join("mcp.json")).unwrap();
     assert!(now.contains("code-executor"), "{now}");
     let backup = written[0].backup.as_ref().unwrap();
-    assert_eq!(backup.parent(), Some(tmp.path().join("backups/test").as_path()));
+    assert_eq!(
+        backup.parent(),
+        Some(tmp.path().join("backups/test").as_path())
+    );
     assert_eq!(std::fs::read_to_string(backup).unwrap(), original);
 }

@@ -61,7 +61,10 @@ fn vscode_servers_move_out_of_mcp_json_and_stay_reachable() {
     let inputs = inputs(&home, &project);
     let mut found = crate::clients::discovery::discover(&inputs).unwrap();
     crate::clients::approval::gate(&mut found, &Approvals::everything());
-    assert!(found.servers.is_empty() && found.disabled.is_empty(), "{found:#?}");
+    assert!(
+        found.servers.is_empty() && found.disabled.is_empty(),
+        "{found:#?}"
+    );
     crate::clients::servers_file::merge_into(&mut found, &inputs, &opts.servers_file).unwrap();
     let names: Vec<&str> = found.servers.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["git"]);
@@ -109,24 +112,37 @@ fn backups_are_in_the_state_directory_and_restore_byte_for_byte() {
     );
     assert_eq!(std::fs::read(&copy).unwrap(), VSCODE.as_bytes());
     // The servers file did not exist: no copy, created.
-    assert!(written.iter().any(|w| w.path == opts.servers_file && w.backup.is_none()));
+    assert!(
+        written
+            .iter()
+            .any(|w| w.path == opts.servers_file && w.backup.is_none())
+    );
 
     let (stamp, done, undo) = backup::restore(&backups, None, "20260101T000100").unwrap();
     assert_eq!(stamp, "20260101T000000");
     assert_eq!(std::fs::read(&vscode).unwrap(), VSCODE.as_bytes());
     assert!(!opts.servers_file.exists(), "{done:?}");
-    assert!(done.contains(&backup::Restored::Restored(vscode.clone())));
-    assert!(done.contains(&backup::Restored::Removed(opts.servers_file.clone())));
+    assert!(done.contains(&backup::RestoreStep::Restored(vscode.clone())));
+    assert!(done.contains(&backup::RestoreStep::Removed(opts.servers_file.clone())));
     // The restore can be undone: the run before it is a run of its own.
     assert_eq!(
         backup::runs(&backups),
         ["20260101T000000", "20260101T000100"]
     );
     let (_, _, _) = backup::restore(&backups, Some("20260101T000100"), "20260101T000200").unwrap();
-    assert!(!std::fs::read_to_string(&vscode).unwrap().contains("\"git\""));
+    assert!(
+        !std::fs::read_to_string(&vscode)
+            .unwrap()
+            .contains("\"git\"")
+    );
     assert!(opts.servers_file.exists());
     assert!(undo.ends_with("20260101T000100"));
     // Unknown runs are named.
-    let err = backup::restore(&backups, Some("nope"), "x").unwrap_err().to_string();
-    assert!(err.contains("nope") && err.contains("20260101T000000"), "{err}");
+    let err = backup::restore(&backups, Some("nope"), "x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("nope") && err.contains("20260101T000000"),
+        "{err}"
+    );
 }
