@@ -212,10 +212,12 @@ fn print_survey(found: &[Survey], approvals: &Approvals) {
                     .map(|e| {
                         if e.self_hit.is_some() {
                             format!("{} (this server)", e.name)
-                        } else if e.flag_off.is_some()
+                        } else if super::flagged_off(s.client, e)
                             || s.listed_off.off(e.file.kind, &e.name).is_some()
                         {
                             format!("{} (off)", e.name)
+                        } else if let Some(flag) = e.flag_off {
+                            format!("{} ({flag} ignored by {})", e.name, s.client.label())
                         } else if approvals.withholds(e.file.kind, &e.name, &e.definition) {
                             format!("{} (needs approval)", e.name)
                         } else {

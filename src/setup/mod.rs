@@ -112,7 +112,7 @@ impl Survey {
             .iter()
             .filter_map(|(_, r)| r.as_ref().ok())
             .flatten()
-            .any(|e| e.self_hit.is_some() && e.flag_off.is_none())
+            .any(|e| e.self_hit.is_some() && !flagged_off(self.client, e))
     }
 }
 
@@ -138,6 +138,13 @@ pub(crate) fn survey(places: &Places) -> Vec<Survey> {
             }
         })
         .collect()
+}
+
+/// Whether the flag on `entry` switches it off as `client` reads it: only a client that honours
+/// flags on entries does (Codex); VS Code, Cursor, Claude Desktop, Claude Code and Gemini CLI
+/// load the server whatever `"disabled"` says.
+pub(crate) fn flagged_off(client: Client, entry: &Entry) -> bool {
+    entry.flag_off.is_some() && client.info().switch_off.honours_entry_flags()
 }
 
 /// One file's change.
@@ -365,9 +372,8 @@ fn disable_others(
     let mut unapproved: Vec<String> = Vec::new();
     for file in places.server_files(client) {
         for entry in clients::entries(&file)? {
-            // Off as the client reads it: a flag only where the client honours flags.
-            let flagged = entry.flag_off.is_some() && switch.honours_entry_flags();
-            let off = flagged || lists.off(entry.file.kind, &entry.name).is_some();
+            let off =
+                flagged_off(client, &entry) || lists.off(entry.file.kind, &entry.name).is_some();
             if entry.self_hit.is_some() || off {
                 continue;
             }
