@@ -66,6 +66,7 @@ impl App {
         };
         let policy = Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny)?;
         let discovery = discover(&settings)?;
+        let policy = policy.with_aliases(discovery.aliases.clone());
         for warning in &discovery.warnings {
             tracing::warn!("{warning}");
         }
@@ -195,6 +196,7 @@ pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> Upstr
         },
     )
     .remembering_lifecycles_in(&settings.cache_dir)
+    .with_aliases(discovery.aliases.clone())
 }
 
 /// The servers of the project's own files that wait for approval, as the server list shows

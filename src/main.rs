@@ -403,6 +403,9 @@ async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
                 s.tools.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
                 s.error.as_deref().unwrap_or("")
             );
+            if !s.aliases.is_empty() {
+                println!("  also named: {}", s.aliases.join(", "));
+            }
         }
     }
     pool.shutdown().await;
@@ -507,11 +510,20 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
     }
     let pool = &app.upstream;
     for (name, tools) in pool.all_tools().await {
+        // The same server configured under other names: one entry, its aliases and their files.
+        let aliases: Vec<String> = (pool.aliases().of(&name).iter())
+            .map(|a| format!("{} ({})", a.name, a.source))
+            .collect();
+        let also = if aliases.is_empty() {
+            String::new()
+        } else {
+            format!("; also named {}", aliases.join(", "))
+        };
         match tools {
             Ok(tools) => report(
                 true,
                 &format!("server {name}"),
-                format!("{} tools", tools.len()),
+                format!("{} tools{also}", tools.len()),
             ),
             Err(e) => report(false, &format!("server {name}"), e.to_string()),
         }

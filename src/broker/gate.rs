@@ -369,7 +369,7 @@ impl Gate {
             ToolTarget::Split { server, tool } => self
                 .upstream
                 .ensure_known(server)
-                .map(|()| (server.clone(), tool.clone())),
+                .map(|server| (server, tool.clone())),
         };
         resolved.map_err(|e| Refusal::UnknownTool(e.to_string()))
     }

@@ -12,17 +12,26 @@
 //!   of them. Look-ups never start any other server. (Before a server runs its tools are not
 //!   known, so this reads the patterns only: a server whose only candidates are refused by
 //!   another list may still be started, and shows no tool.)
+//! - A server configured under several names (`crate::clients::aliases`) is one server: the
+//!   server named here is always its canonical name, and a pattern of any list matches when it
+//!   matches the tool under any of the server's names. `allowedTools: ["mcp__mcp-git__*"]`
+//!   therefore admits `git`'s tools when `mcp-git` is an alias of `git`, and a `policy_deny`
+//!   entry naming an alias refuses the server under every name.
 
 use super::allowlist::{Allowlist, PatternError, is_clean};
 use super::refusal::Refusal;
+use crate::clients::aliases::Aliases;
 
-/// The server-wide policy from the settings.
+/// The server-wide policy from the settings, and the servers' other names every list is
+/// matched under.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Policy {
     /// When set, nothing outside it may be called.
     pub allow: Option<Allowlist>,
     /// Never callable; wins over every allow.
     pub deny: Allowlist,
+    /// The servers' other names.
+    pub aliases: Aliases,
 }
 
 impl Policy {
@@ -30,7 +39,14 @@ impl Policy {
         Ok(Policy {
             allow: allow.map(Allowlist::new).transpose()?,
             deny: Allowlist::new(deny)?,
+            aliases: Aliases::default(),
         })
+    }
+
+    /// The policy matching patterns under the servers' other names too.
+    pub(crate) fn with_aliases(mut self, aliases: Aliases) -> Self {
+        self.aliases = aliases;
+        self
     }
 }
 
@@ -66,23 +82,32 @@ impl<'a> Reach<'a> {
         }
     }
 
+    /// Whether `test` holds for one of the names of the server `server` (canonical first).
+    fn any_name(&self, server: &str, test: impl Fn(&str) -> bool) -> bool {
+        let aliases = self.policy.map_or(&[][..], |p| p.aliases.of(server));
+        test(server) || aliases.iter().any(|a| test(&a.name))
+    }
+
     /// Whether the tool may be called, or the refusal saying which list refuses it (deny
-    /// first: it wins over every allow). `qualified` is its name in messages.
+    /// first: it wins over every allow). `server` is a canonical name; `qualified` is the
+    /// tool's name in messages.
     pub(crate) fn check(&self, server: &str, tool: &str, qualified: &str) -> Result<(), Refusal> {
         if !is_clean(server) || !is_clean(tool) {
             return Err(Refusal::MalformedName(qualified.escape_debug().to_string()));
         }
         if let Some(policy) = self.policy {
-            if policy.deny.matches(server, tool) {
+            if self.any_name(server, |name| policy.deny.matches(name, tool)) {
                 return Err(Refusal::DeniedByPolicy(qualified.to_string()));
             }
             if let Some(allow) = &policy.allow
-                && !allow.matches(server, tool)
+                && !self.any_name(server, |name| allow.matches(name, tool))
             {
                 return Err(Refusal::OutsidePolicy(qualified.to_string()));
             }
         }
-        if let Some(allowlist) = self.allowlist {
+        if let Some(allowlist) = self.allowlist
+            && !self.any_name(server, |name| allowlist.matches(name, tool))
+        {
             allowlist.check(server, tool)?;
         }
         Ok(())
@@ -96,17 +121,17 @@ impl<'a> Reach<'a> {
     /// Whether this viewer may cause `server` to start: it may hold a callable tool.
     pub(crate) fn may_start(&self, server: &str) -> bool {
         if let Some(policy) = self.policy {
-            if policy.deny.matches_every_tool_of(server) {
+            if self.any_name(server, |name| policy.deny.matches_every_tool_of(name)) {
                 return false;
             }
             if let Some(allow) = &policy.allow
-                && !allow.may_match_a_tool_of(server)
+                && !self.any_name(server, |name| allow.may_match_a_tool_of(name))
             {
                 return false;
             }
         }
         self.allowlist
-            .is_none_or(|list| list.may_match_a_tool_of(server))
+            .is_none_or(|list| self.any_name(server, |name| list.may_match_a_tool_of(name)))
     }
 }
 
@@ -122,6 +147,7 @@ mod tests {
         Policy {
             allow: allow.map(list),
             deny: list(deny),
+            aliases: Aliases::default(),
         }
     }
 
@@ -181,5 +207,42 @@ mod tests {
         let r = Reach::execution(&p, &all);
         assert!(r.may_start("store") && !r.sees("store", "delete_customer"));
         assert!(r.sees("store", "list_customers"));
+    }
+
+    /// `git` is also configured as `git-server` and `mcp-git`: a pattern naming the server by
+    /// any name covers it, one naming another server does not.
+    #[test]
+    fn patterns_naming_an_alias_cover_the_server() {
+        let aliases = Aliases::of_pairs(&[("git-server", "git"), ("mcp-git", "git")]);
+        let p = Policy::default().with_aliases(aliases.clone());
+        let by_alias = list(&["mcp__mcp-git__git_log"]);
+        let r = Reach::execution(&p, &by_alias);
+        assert!(r.may_start("git") && r.sees("git", "git_log"));
+        assert!(!r.sees("git", "git_commit") && !r.may_start("time"));
+        assert_eq!(r.check("git", "git_log", "mcp__git__git_log"), Ok(()));
+        let other = list(&["mcp__time__*"]);
+        let r = Reach::execution(&p, &other);
+        assert!(!r.may_start("git"));
+        assert_eq!(
+            r.check("git", "git_log", "mcp__git__git_log"),
+            Err(Refusal::NotAllowed("mcp__git__git_log".into()))
+        );
+        // Globs reach aliases too, and an alias of one server is no name of another.
+        let glob = list(&["mcp__git-*__*"]);
+        let r = Reach::execution(&p, &glob);
+        assert!(r.sees("git", "git_status") && !r.sees("gitlab", "x"));
+        // A deny entry naming an alias closes the server under every name.
+        let p = policy(None, &["mcp__git-server__*"]).with_aliases(aliases.clone());
+        let all = list(&["*"]);
+        let r = Reach::execution(&p, &all);
+        assert!(!r.may_start("git") && !r.sees("git", "git_log"));
+        assert_eq!(
+            r.check("git", "git_log", "mcp__git__git_log"),
+            Err(Refusal::DeniedByPolicy("mcp__git__git_log".into()))
+        );
+        // policy_allow naming an alias admits the server.
+        let p = policy(Some(&["mcp__mcp-git__*"]), &[]).with_aliases(aliases);
+        let llm = Reach::policy(&p);
+        assert!(llm.may_start("git") && llm.sees("git", "git_log") && !llm.may_start("time"));
     }
 }

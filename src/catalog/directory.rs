@@ -218,10 +218,13 @@ pub(crate) async fn search_within(
     query: &SearchQuery,
 ) -> Result<SearchResult, LookupError> {
     check_query(&query.text)?;
-    let (server, limit, detail) = (query.server.as_deref(), query.limit, query.detail);
-    if let Some(server) = server {
-        pool.ensure_known(server)?;
-    }
+    let (limit, detail) = (query.limit, query.detail);
+    // An alias names its server.
+    let server = match query.server.as_deref() {
+        Some(server) => Some(pool.ensure_known(server)?),
+        None => None,
+    };
+    let server = server.as_deref();
     let statuses = pool.statuses().await;
     let (startable, not_searched): (Vec<&ServerStatus>, Vec<&ServerStatus>) = statuses
         .iter()
@@ -360,6 +363,7 @@ pub async fn servers(pool: &UpstreamPool) -> Vec<ServerStatus> {
         state: NEEDS_APPROVAL,
         tools: None,
         protocol: None,
+        aliases: Vec::new(),
         error: Some(s.message.clone()),
         callable: None,
     }));

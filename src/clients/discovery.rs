@@ -122,6 +122,7 @@ pub use super::parse::DiscoveryError;
 pub use super::spec::{ConfigSource, ServerSpec, Transport};
 pub use super::table::SourceKind;
 
+use super::aliases::Aliases;
 use super::brought;
 use super::entry::transport;
 use super::expand::Vars;
@@ -206,6 +207,9 @@ pub struct Discovery {
     /// Definitions hidden by a later one of the same name, sorted by name,
     /// then lowest precedence first.
     pub overridden: Vec<Overridden>,
+    /// Other names of the servers in `servers` (the same server configured under several
+    /// names; see `super::aliases`). Empty until `super::aliases::fold` ran.
+    pub aliases: Aliases,
     /// Every config file read and parsed, in reading order, each once.
     pub sources_read: Vec<PathBuf>,
     /// Things the user may want to know: skipped files, skipped
@@ -231,8 +235,9 @@ pub(crate) fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryE
     let mut run = Run::new(inputs);
     for row in ROWS {
         for &loc in row.files {
-            let path = run.places.resolve(loc);
-            run.row(row, &path, false)?;
+            for path in run.places.files(loc) {
+                run.row(row, &path, false)?;
+            }
         }
     }
     let lists = run.lists();
@@ -553,7 +558,16 @@ fn evaluate(
         return State::SelfSkip;
     }
     if let Some(flag) = raw.flag_off {
-        return State::Disabled(flag.to_owned());
+        // Left off even where the client ignores the flag and loads the server: the user wrote
+        // it to switch the server off, and starting fewer servers is the safe side.
+        let client = raw.file.row().client;
+        return State::Disabled(match client {
+            Some(c) if !c.info().switch_off.honours_entry_flags() => format!(
+                "{flag} ({} ignores it and still loads the server; `code-executor setup --disable-others` switches it off there)",
+                c.label()
+            ),
+            _ => flag.to_owned(),
+        });
     }
     let self_names = &ctx.inputs.self_names;
     let base_dir = source.path.parent().unwrap_or(Path::new(""));

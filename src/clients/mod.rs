@@ -24,7 +24,9 @@
 //! | `servers_file` | this server's own servers file winning by name | read client configs |
 //! | `brought` | what comes with the project: fingerprint, description, pending servers | read files, decide |
 //! | `approval` | the user's approvals (clients' and `code-executor trust`'s), the gate | write, launch |
+//! | `aliases` | which usable servers are the same, their canonical name, the alias table | read files |
 
+pub mod aliases;
 pub mod approval;
 pub mod brought;
 pub(crate) mod dialects;
@@ -78,7 +80,8 @@ impl DiscoveryInputs {
 
 /// Reads the client configs for this user and the project in `project_dir`, keeps out every
 /// server of the project's own files that the user has not approved (see [`approval`]), then
-/// reads this server's own servers file, whose entries win by name (see `servers_file`).
+/// reads this server's own servers file, whose entries win by name (see `servers_file`), and
+/// last folds the servers configured under several names into one each (see [`aliases`]).
 pub(crate) fn discover(
     project_dir: &Path,
     servers_file: &Path,
@@ -87,6 +90,7 @@ pub(crate) fn discover(
     let mut found = discovery::discover(&inputs)?;
     approval::gate(&mut found, &approvals(&inputs));
     servers_file::merge_into(&mut found, &inputs, servers_file)?;
+    found.aliases = aliases::fold(&mut found.servers);
     Ok(found)
 }
 

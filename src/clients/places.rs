@@ -48,11 +48,34 @@ impl ServerFile {
 }
 
 impl Places {
+    /// The path of `loc`; for [`Loc::HomeEach`], the directory holding the directories.
     pub(crate) fn resolve(&self, loc: Loc) -> PathBuf {
         match loc {
             Loc::Home(rel) => self.home.join(rel),
             Loc::Project(rel) => self.project.join(rel),
+            Loc::HomeEach { dir, .. } => self.home.join(dir),
         }
+    }
+
+    /// The files `loc` names: its path, or for [`Loc::HomeEach`] the file in each directory
+    /// that holds it, in byte order of the directory names (links not followed out of it).
+    pub(crate) fn files(&self, loc: Loc) -> Vec<PathBuf> {
+        let Loc::HomeEach { dir, file } = loc else {
+            return vec![self.resolve(loc)];
+        };
+        let Ok(entries) = std::fs::read_dir(self.home.join(dir)) else {
+            return Vec::new();
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        dirs.sort();
+        dirs.into_iter()
+            .map(|d| d.join(file))
+            .filter(|f| f.is_file())
+            .collect()
     }
 
     /// The keys under which Claude Code may have stored this project: the path as given,
@@ -135,16 +158,19 @@ impl Places {
         }
     }
 
-    /// Where a row's file is registered in: of a Linux and a macOS location, the macOS one
-    /// when its directory exists.
+    /// Where a row's file is registered in: the first of its single files (a Linux and a
+    /// macOS location, ...) whose directory exists, else the first.
     fn registration_path(&self, row: &Row) -> Option<PathBuf> {
-        let (first, alternatives) = row.files.split_first()?;
+        let single: Vec<PathBuf> = (row.files.iter())
+            .filter(|l| !matches!(l, Loc::HomeEach { .. }))
+            .map(|&l| self.resolve(l))
+            .collect();
+        let first = single.first()?.clone();
         Some(
-            alternatives
-                .iter()
-                .map(|&l| self.resolve(l))
-                .rfind(|p| p.parent().is_some_and(Path::exists))
-                .unwrap_or_else(|| self.resolve(*first)),
+            single
+                .into_iter()
+                .find(|p| p.parent().is_some_and(Path::exists))
+                .unwrap_or(first),
         )
     }
 
@@ -159,9 +185,9 @@ impl Places {
     pub(crate) fn server_files(&self, client: Client) -> Vec<ServerFile> {
         table::rows_of(client)
             .flat_map(|row| {
-                row.files
-                    .iter()
-                    .map(move |&loc| self.server_file(row, self.resolve(loc)))
+                row.files.iter().flat_map(move |&loc| {
+                    (self.files(loc).into_iter()).map(move |path| self.server_file(row, path))
+                })
             })
             .collect()
     }

@@ -14,7 +14,7 @@
 //! | Cursor | user | `~/.cursor/mcp.json` | `mcpServers` | standard |
 //! | Codex | user | `~/.codex/config.toml` | `[mcp_servers.<name>]` | Codex (TOML) |
 //! | Gemini CLI | user | `~/.gemini/settings.json` | `mcpServers` | Gemini |
-//! | VS Code | user | `~/.config/Code/User/mcp.json`, macOS `~/Library/Application Support/Code/User/…` | `servers` | standard |
+//! | VS Code | user | `~/.config/Code/User/mcp.json`, macOS `~/Library/Application Support/Code/User/…`, each profile's `User/profiles/<id>/mcp.json`, the same for `Code - Insiders` | `servers` | standard |
 //! | Claude Code | user | `~/.claude.json` | `mcpServers` | standard |
 //! | Claude Code | local | `~/.claude.json` | `projects.<project>.mcpServers` | standard |
 //! | VS Code | workspace | `.vscode/mcp.json` | `servers` | standard |
@@ -89,6 +89,12 @@ impl SourceKind {
 pub(crate) enum Loc {
     Home(&'static str),
     Project(&'static str),
+    /// The file `file` in every directory directly inside the home's `dir`, in byte order of
+    /// the directory names (VS Code's profiles: `User/profiles/<id>/mcp.json`).
+    HomeEach {
+        dir: &'static str,
+        file: &'static str,
+    },
 }
 
 /// One step of a key path in a config file.
@@ -119,7 +125,7 @@ pub(crate) struct Row {
     /// Setup's name for it, next to its client's label (`global`).
     pub scope_label: &'static str,
     /// Where it is, read in this order (later wins); more than one = the Linux and the macOS
-    /// location. Empty for `MCP_CONFIG_PATH`.
+    /// location (and, for VS Code, Insiders' and the profiles'). Empty for `MCP_CONFIG_PATH`.
     pub files: &'static [Loc],
     /// Where its servers are (every path is read, later wins).
     pub servers: &'static [&'static [Seg]],
@@ -146,9 +152,31 @@ const CLAUDE_DESKTOP: &[Loc] = &[
     Loc::Home(".config/Claude/claude_desktop_config.json"),
     Loc::Home("Library/Application Support/Claude/claude_desktop_config.json"),
 ];
+/// VS Code keeps the user's `mcp.json` in the user profile: the default profile's directory
+/// (`User/`), each other profile's (`User/profiles/<id>/`), for VS Code and for VS Code
+/// Insiders (`Code - Insiders`), on Linux and on macOS. Registration goes to the first whose
+/// directory exists (the default profile of VS Code, then of Insiders), else the first.
 const VSCODE_USER: &[Loc] = &[
     Loc::Home(".config/Code/User/mcp.json"),
     Loc::Home("Library/Application Support/Code/User/mcp.json"),
+    Loc::Home(".config/Code - Insiders/User/mcp.json"),
+    Loc::Home("Library/Application Support/Code - Insiders/User/mcp.json"),
+    Loc::HomeEach {
+        dir: ".config/Code/User/profiles",
+        file: "mcp.json",
+    },
+    Loc::HomeEach {
+        dir: "Library/Application Support/Code/User/profiles",
+        file: "mcp.json",
+    },
+    Loc::HomeEach {
+        dir: ".config/Code - Insiders/User/profiles",
+        file: "mcp.json",
+    },
+    Loc::HomeEach {
+        dir: "Library/Application Support/Code - Insiders/User/profiles",
+        file: "mcp.json",
+    },
 ];
 
 /// Every kind of config file, lowest precedence first (the order of [`SourceKind`]).
@@ -352,14 +380,36 @@ pub(crate) fn rows_of(client: Client) -> impl Iterator<Item = &'static Row> {
     ROWS.iter().filter(move |r| r.client == Some(client))
 }
 
-/// How `setup --disable-others` switches a server off in its client.
+/// How `setup --disable-others` switches a server off in its client: the client's own switch,
+/// as its documentation gives it, or, for a client that has none in its files, moving the
+/// entry out of them.
+///
+/// | client | switch | documented in |
+/// | --- | --- | --- |
+/// | Claude Code | `disabledMcpServers`, `disabledMcpjsonServers` | code.claude.com settings (`disabledMcpjsonServers`), `/mcp` disable |
+/// | Codex | `enabled = false` | Codex `config.toml` reference (`mcp_servers.<name>.enabled`) |
+/// | Gemini CLI | `mcp.excluded` | geminicli.com configuration (`mcp.allowed`, `mcp.excluded`) |
+/// | VS Code | none in `mcp.json` (its enabled state lives in VS Code's own storage) | code.visualstudio.com MCP configuration reference |
+/// | Cursor | none in `mcp.json` (its toggle lives in Cursor's own storage) | cursor.com MCP docs |
+/// | Claude Desktop | none in `claude_desktop_config.json` | Claude Desktop MCP docs |
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SwitchOff {
-    /// `"disabled": true` on the entry (`enabled = false` in TOML).
+    /// `enabled = false` on the entry (Codex). The client honours the flags on entries.
     EntryFlag,
     /// The name added to the client's own list (in `LISTS`, `written`) that reaches the
     /// entry's file: the most specific one, in the file registered in if there is one there.
     List,
+    /// The entry is removed from the client's file (its definition is kept in this server's
+    /// own servers file, the old file in the backups `setup --restore` puts back): the client
+    /// has no switch of its own in its files, and ignores `"disabled": true`.
+    MoveOut,
+}
+
+impl SwitchOff {
+    /// Whether the client honours `"disabled": true` / `"enabled": false` on an entry.
+    pub(crate) fn honours_entry_flags(self) -> bool {
+        self == SwitchOff::EntryFlag
+    }
 }
 
 /// What the table knows about a client besides its files.
@@ -396,7 +446,7 @@ pub(crate) const CLIENTS: &[ClientInfo] = &[
         default_scope: Scope::User,
         marks: &[Loc::Home(".cursor")],
         typed_entries: false,
-        switch_off: SwitchOff::EntryFlag,
+        switch_off: SwitchOff::MoveOut,
     },
     ClientInfo {
         client: Client::Vscode,
@@ -405,7 +455,7 @@ pub(crate) const CLIENTS: &[ClientInfo] = &[
         default_scope: Scope::Project,
         marks: &[Loc::Project(".vscode")],
         typed_entries: true,
-        switch_off: SwitchOff::EntryFlag,
+        switch_off: SwitchOff::MoveOut,
     },
     ClientInfo {
         client: Client::ClaudeDesktop,
@@ -414,7 +464,7 @@ pub(crate) const CLIENTS: &[ClientInfo] = &[
         default_scope: Scope::User,
         marks: &[],
         typed_entries: false,
-        switch_off: SwitchOff::EntryFlag,
+        switch_off: SwitchOff::MoveOut,
     },
     ClientInfo {
         client: Client::Codex,

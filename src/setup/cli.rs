@@ -42,6 +42,10 @@ pub struct SetupArgs {
     /// Skip connecting to every downstream server at the end.
     #[arg(long)]
     pub no_index: bool,
+    /// Put back, byte for byte, the files of one earlier run of setup from its backups (the
+    /// newest without TIMESTAMP), after backing up their current state; nothing else is done.
+    #[arg(long, value_name = "TIMESTAMP", num_args = 0..=1, default_missing_value = "")]
+    pub restore: Option<String>,
 }
 
 /// Why `setup` did not finish.
@@ -59,12 +63,18 @@ pub enum CliError {
     Cancelled,
     #[error("cannot index the downstream servers: {0}")]
     Index(String),
+    #[error(transparent)]
+    Restore(#[from] super::backup::RestoreError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
 
 /// Runs `setup`.
 pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
+    let backups = super::backup::default_dir();
+    if let Some(stamp) = &args.restore {
+        return restore(&backups, Some(stamp.as_str()).filter(|s| !s.is_empty()));
+    }
     let places = Places {
         home: dirs::home_dir().unwrap_or_else(|| "/".into()),
         project: settings.project_dir.clone(),
@@ -111,6 +121,7 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
         return Ok(());
     }
     let mut written = Vec::new();
+    let mut backup_run = None;
     if !plan.is_empty() {
         if !args.yes {
             if !interactive {
@@ -120,12 +131,45 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
                 return Err(CliError::Cancelled);
             }
         }
-        written = super::apply(&plan, &super::stamp())?;
+        let (files, run) = super::apply(&plan, &backups, &super::stamp())?;
+        written = files;
+        backup_run = Some(run);
     }
     if !args.no_index {
         index(settings).await?;
     }
     print_summary(&plan, &written, false);
+    if let Some(run) = backup_run {
+        let stamp = run.file_name().unwrap_or_default().to_string_lossy();
+        println!(
+            "  Backups of the old files: {} (put them back with `code-executor setup --restore {stamp}`)",
+            run.display()
+        );
+    }
+    Ok(())
+}
+
+/// `setup --restore`: puts one run's files back.
+fn restore(backups: &std::path::Path, stamp: Option<&str>) -> Result<(), CliError> {
+    use super::backup::RestoreStep;
+    let (stamp, done, undo) = super::backup::restore(backups, stamp, &super::stamp())?;
+    println!("Restoring the files of setup run {stamp}:");
+    for r in &done {
+        match r {
+            RestoreStep::Restored(p) => println!("  restored {}", p.display()),
+            RestoreStep::Removed(p) => println!("  removed {} (setup had created it)", p.display()),
+            RestoreStep::KeptChanged(p) => println!(
+                "  kept {} (setup had created it, but it changed since)",
+                p.display()
+            ),
+        }
+    }
+    let undo_stamp = undo.file_name().unwrap_or_default().to_string_lossy();
+    println!(
+        "  The files as they were before this restore: {} (`code-executor setup --restore {undo_stamp}` undoes it)",
+        undo.display()
+    );
+    println!("  Restart the client(s) to load the restored configs.");
     Ok(())
 }
 
@@ -168,10 +212,12 @@ fn print_survey(found: &[Survey], approvals: &Approvals) {
                     .map(|e| {
                         if e.self_hit.is_some() {
                             format!("{} (this server)", e.name)
-                        } else if e.flag_off.is_some()
+                        } else if super::flagged_off(s.client, e)
                             || s.listed_off.off(e.file.kind, &e.name).is_some()
                         {
                             format!("{} (off)", e.name)
+                        } else if let Some(flag) = e.flag_off {
+                            format!("{} ({flag} ignored by {})", e.name, s.client.label())
                         } else if approvals.withholds(e.file.kind, &e.name, &e.definition) {
                             format!("{} (needs approval)", e.name)
                         } else {

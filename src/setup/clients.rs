@@ -56,7 +56,9 @@ pub(crate) fn entries(file: &ServerFile) -> Result<Vec<Entry>, ReadError> {
 /// A definition rewritten for the server's own servers file: already in the standard form (see
 /// [`crate::clients::dialects`]: Codex's `http_headers`/`bearer_token_env_var`, Gemini's
 /// `httpUrl`/`$VAR`), with the switch-off fields and Codex's timeouts and tool filters dropped,
-/// and a relative `cwd` made absolute against the file it came from.
+/// and a relative `cwd` made absolute against the file it came from. An entry switched off by
+/// a flag its client ignores keeps `"disabled": true`: this server leaves it off as discovery
+/// did.
 pub(crate) fn portable(entry: &Entry) -> Value {
     let mut def = entry.definition.as_object().cloned().unwrap_or_default();
     for key in [
@@ -68,6 +70,9 @@ pub(crate) fn portable(entry: &Entry) -> Value {
         "disabled_tools",
     ] {
         def.remove(key);
+    }
+    if entry.flag_off.is_some() {
+        def.insert("disabled".into(), Value::Bool(true));
     }
     if let Some(Value::String(cwd)) = def.get("cwd")
         && !cwd.is_empty()

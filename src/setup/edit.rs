@@ -155,6 +155,19 @@ impl JsonDoc {
         Ok(added)
     }
 
+    /// Removes the entry `path[..] / name` (with the comments on its lines). Returns whether it
+    /// was there.
+    pub(crate) fn remove_entry(&self, path: &[&str], name: &str) -> Result<bool, EditError> {
+        let obj = self.object_at(path)?;
+        match obj.get(name) {
+            Some(prop) => {
+                prop.remove();
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Sets `"disabled": true` on the entry `path[..] / name`. Returns whether it changed.
     pub(crate) fn disable_entry(&self, path: &[&str], name: &str) -> Result<bool, EditError> {
         let obj = self.object_at(path)?;

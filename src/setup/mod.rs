@@ -5,7 +5,9 @@
 //! This module owns planning and applying those edits: every change is computed in memory first
 //! (a `Plan` of whole-file before/after texts, edited surgically by [`edit`] so the user's other
 //! entries, comments and formatting stay byte for byte), shown as a unified diff, and only then
-//! written: each touched file is backed up as `<file>.bak-<timestamp>` and replaced atomically.
+//! written: each touched file is backed up into this server's state directory
+//! (`~/.local/state/code-executor/backups/<timestamp>/`, see [`backup`]; never beside the file)
+//! and replaced atomically; `setup --restore` puts a run's files back byte for byte.
 //! Running it twice changes nothing the second time. Which files each client has, how they are
 //! read and which switch a client uses are [`crate::clients`]' (its table); this module must
 //! not know a client's paths or keys itself.
@@ -24,7 +26,7 @@
 //! | client | switch written |
 //! | --- | --- |
 //! | Claude Code | this project's `disabledMcpServers` (user and local scope) and `disabledMcpjsonServers` (`.mcp.json`) in `~/.claude.json` |
-//! | Cursor, VS Code, Claude Desktop | `"disabled": true` on the entry |
+//! | VS Code, Cursor, Claude Desktop | none of their own in their files (`"disabled": true` is not theirs: they keep loading the server), so the entry is moved out of the client's file into the servers file |
 //! | Codex | `enabled = false` in `[mcp_servers.<name>]` |
 //! | Gemini CLI | the name in `mcp.excluded` of the settings file registered in |
 //!
@@ -38,6 +40,7 @@
 //! Files are written by [`write`]: through symbolic links, atomically.
 
 pub mod auth;
+pub mod backup;
 pub mod cli;
 pub mod clients;
 pub mod edit;
@@ -110,7 +113,7 @@ impl Survey {
             .iter()
             .filter_map(|(_, r)| r.as_ref().ok())
             .flatten()
-            .any(|e| e.self_hit.is_some() && e.flag_off.is_none())
+            .any(|e| e.self_hit.is_some() && !flagged_off(self.client, e))
     }
 }
 
@@ -136,6 +139,13 @@ pub(crate) fn survey(places: &Places) -> Vec<Survey> {
             }
         })
         .collect()
+}
+
+/// Whether the flag on `entry` switches it off as `client` reads it: only a client that honours
+/// flags on entries does (Codex); VS Code, Cursor, Claude Desktop, Claude Code and Gemini CLI
+/// load the server whatever `"disabled"` says.
+pub(crate) fn flagged_off(client: Client, entry: &Entry) -> bool {
+    entry.flag_off.is_some() && client.info().switch_off.honours_entry_flags()
 }
 
 /// One file's change.
@@ -358,11 +368,13 @@ fn disable_others(
 ) -> Result<(Vec<String>, Vec<String>), SetupError> {
     let places = &options.places;
     let lists = Lists::of_client(places, client);
+    let switch = client.info().switch_off;
     let mut others: Vec<Entry> = Vec::new();
     let mut unapproved: Vec<String> = Vec::new();
     for file in places.server_files(client) {
         for entry in clients::entries(&file)? {
-            let off = entry.flag_off.is_some() || lists.off(entry.file.kind, &entry.name).is_some();
+            let off =
+                flagged_off(client, &entry) || lists.off(entry.file.kind, &entry.name).is_some();
             if entry.self_hit.is_some() || off {
                 continue;
             }
@@ -402,7 +414,25 @@ fn disable_others(
         })?;
     }
     let mut names: Vec<String> = Vec::new();
-    match client.info().switch_off {
+    match switch {
+        SwitchOff::MoveOut => {
+            for entry in &others {
+                let changed = match &entry.file.layout {
+                    Layout::Json(path) => {
+                        let path: Vec<&str> = path.iter().map(String::as_str).collect();
+                        ws.json(&entry.file.path, NEW_JSON, |doc| {
+                            doc.remove_entry(&path, &entry.name)
+                        })?
+                    }
+                    Layout::Toml(table) => ws.toml(&entry.file.path, |doc| {
+                        doc.disable_entry(table, &entry.name)
+                    })?,
+                };
+                if changed {
+                    names.push(entry.name.clone());
+                }
+            }
+        }
         SwitchOff::EntryFlag => {
             for entry in &others {
                 let changed = match &entry.file.layout {
@@ -482,45 +512,35 @@ pub(crate) struct Written {
     pub backup: Option<PathBuf>,
 }
 
-/// Writes the plan: each changed file is backed up (`<file>.bak-<stamp>`, beside the path
-/// named, holding the old text) and replaced atomically through symbolic links, keeping its
-/// permissions ([`write::replace`]).
-pub(crate) fn apply(plan: &Plan, stamp: &str) -> Result<Vec<Written>, SetupError> {
+/// Writes the plan: each changed file is first copied into a new run of backups in `backups`
+/// (this server's state directory, never beside the file: see [`backup`]), then replaced
+/// atomically through symbolic links, keeping its permissions ([`write::replace`]). Returns
+/// the files written and the run's directory.
+pub(crate) fn apply(
+    plan: &Plan,
+    backups: &Path,
+    stamp: &str,
+) -> Result<(Vec<Written>, PathBuf), SetupError> {
     let mut written = Vec::new();
+    let mut run = backup::Run::start(backups, stamp).map_err(|source| SetupError::Io {
+        path: backups.to_owned(),
+        source,
+    })?;
     for change in plan.changes.iter().filter(|c| c.changed()) {
         let io = |source| SetupError::Io {
             path: change.path.clone(),
             source,
         };
-        let dir = change
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let mut backup = None;
-        if change.before.is_some() {
-            let name = change
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut path = dir.join(format!("{name}.bak-{stamp}"));
-            let mut n = 1;
-            while path.exists() {
-                path = dir.join(format!("{name}.bak-{stamp}-{n}"));
-                n += 1;
-            }
-            std::fs::copy(&change.path, &path).map_err(io)?;
-            backup = Some(path);
-        }
+        let backup = run
+            .save(&change.path, change.after.as_bytes())
+            .map_err(io)?;
         write::replace(&change.path, &change.after).map_err(io)?;
         written.push(Written {
             path: change.path.clone(),
             backup,
         });
     }
-    Ok(written)
+    Ok((written, run.dir))
 }
 
 /// A timestamp for backup names, e.g. `20260314T093000`.

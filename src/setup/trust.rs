@@ -233,7 +233,7 @@ fn refuse_to_write(problem: String) -> TrustError {
 }
 
 fn save(file: &Path, approvals: &ApprovalsFile) -> Result<(), TrustError> {
-    super::write::replace(file, &approvals.to_text())
+    super::write::replace(file, approvals.to_text())
         .map(|_| ())
         .map_err(|source| TrustError::Write {
             path: file.to_owned(),

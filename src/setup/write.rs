@@ -34,7 +34,7 @@ pub(crate) fn resolve_links(path: &Path) -> io::Result<PathBuf> {
 
 /// Replaces the file `path` names with `text`, atomically, through symbolic links. Returns the
 /// file written (the link's target when `path` is a link).
-pub(crate) fn replace(path: &Path, text: &str) -> io::Result<PathBuf> {
+pub(crate) fn replace(path: &Path, text: impl AsRef<[u8]>) -> io::Result<PathBuf> {
     let target = resolve_links(path)?;
     let dir = target
         .parent()
@@ -43,7 +43,7 @@ pub(crate) fn replace(path: &Path, text: &str) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
+    tmp.write_all(text.as_ref())?;
     tmp.as_file().sync_all()?;
     if let Some(p) = permissions {
         std::fs::set_permissions(tmp.path(), p)?;

@@ -22,6 +22,7 @@ use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+use crate::clients::aliases::Aliases;
 use crate::clients::discovery::{ServerSpec, Transport};
 pub(crate) use client::StderrTail;
 
@@ -79,6 +80,9 @@ pub struct ServerStatus {
     /// The MCP protocol version negotiated, once connected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// The server's other names (the same server configured under several names).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     pub error: Option<String>,
     /// In a caller's view: whether it may call any tool of this server (when not, look-ups
     /// neither start it nor count its tools). Absent in the operator's view.
@@ -89,6 +93,8 @@ pub struct ServerStatus {
 /// All configured downstream servers.
 pub struct UpstreamPool {
     servers: BTreeMap<String, Arc<Slot>>,
+    /// Other names of the servers, accepted wherever a server name is.
+    aliases: Aliases,
     timeouts: UpstreamTimeouts,
     /// Which lifecycle each stdio server spoke, so the next start skips the probe.
     lifecycles: lifecycle::LifecycleMemory,
@@ -143,6 +149,7 @@ impl UpstreamPool {
         }
         UpstreamPool {
             servers,
+            aliases: Aliases::default(),
             timeouts,
             lifecycles: Default::default(),
         }
@@ -161,6 +168,7 @@ impl UpstreamPool {
     /// may cause these servers to start; names that are not configured are skipped.
     pub(crate) fn warm(self: &Arc<Self>, servers: &[&str]) {
         for &server in servers {
+            let server = self.aliases.canonical(server);
             let Some(slot) = self.servers.get(server) else {
                 continue;
             };
@@ -179,13 +187,26 @@ impl UpstreamPool {
         }
     }
 
+    /// The pool answering to the servers' other names too (discovery's aliases).
+    pub fn with_aliases(mut self, aliases: Aliases) -> Self {
+        self.aliases = aliases;
+        self
+    }
+
+    /// The servers' other names.
+    pub fn aliases(&self) -> &Aliases {
+        &self.aliases
+    }
+
     pub(crate) fn server_names(&self) -> impl Iterator<Item = &str> {
         self.servers.keys().map(String::as_str)
     }
 
-    /// An error naming the configured servers when `server` is not one of them.
-    pub(crate) fn ensure_known(&self, server: &str) -> Result<(), UpstreamError> {
-        self.slot(server).map(|_| ())
+    /// The canonical name of `server` (a configured name or one of its aliases), or an error
+    /// naming the configured servers when it is neither.
+    pub(crate) fn ensure_known(&self, server: &str) -> Result<String, UpstreamError> {
+        let canonical = self.aliases.canonical(server);
+        self.slot(canonical).map(|_| canonical.to_string())
     }
 
     fn slot(&self, server: &str) -> Result<&Arc<Slot>, UpstreamError> {
@@ -197,17 +218,25 @@ impl UpstreamPool {
             })
     }
 
-    /// Splits `mcp__<server>__<tool>` using the configured server names (longest match wins,
-    /// so names containing `__` still resolve).
+    /// Splits `mcp__<server>__<tool>` using the configured server names and their aliases
+    /// (longest match wins, so names containing `__` still resolve); the server returned is
+    /// the canonical name.
     pub(crate) fn resolve(&self, qualified: &str) -> Result<(String, String), UpstreamError> {
         let rest = qualified.strip_prefix("mcp__").unwrap_or(qualified);
+        let aliases = self.aliases.iter().map(|(alias, _)| alias);
         self.servers
             .keys()
+            .map(String::as_str)
+            .chain(aliases)
             .filter_map(|server| {
-                let tool = rest.strip_prefix(server.as_str())?.strip_prefix("__")?;
-                (!tool.is_empty()).then(|| (server.clone(), tool.to_string()))
+                let tool = rest.strip_prefix(server)?.strip_prefix("__")?;
+                (!tool.is_empty()).then_some((server, tool))
             })
             .max_by_key(|(server, _)| server.len())
+            .map(|(server, tool)| {
+                let canonical = self.aliases.canonical(server).to_string();
+                (canonical, tool.to_string())
+            })
             .ok_or_else(|| UpstreamError::UnknownServer {
                 server: rest.split("__").next().unwrap_or(rest).to_string(),
                 known: self.server_names().collect::<Vec<_>>().join(", "),
@@ -425,6 +454,7 @@ impl UpstreamPool {
                 state,
                 tools: slot.cached_tools().map(|t| t.len()),
                 protocol,
+                aliases: self.aliases.names_of(name),
                 error,
                 callable: None,
             });
@@ -586,5 +616,26 @@ mod tests {
         // Case matters: server names are exact.
         assert!(p.resolve("mcp__GIT__git_log").is_err());
         assert!(p.resolve("mcp__git__").is_err());
+    }
+
+    #[test]
+    fn aliases_resolve_to_the_canonical_server() {
+        let aliases = Aliases::of_pairs(&[("git-server", "git"), ("mcp-git", "git")]);
+        let p = pool(&["git", "git__hub"]).with_aliases(aliases);
+        assert_eq!(
+            p.resolve("mcp__mcp-git__git_log").unwrap(),
+            ("git".to_string(), "git_log".to_string())
+        );
+        assert_eq!(
+            p.resolve("mcp__git-server__git_status").unwrap(),
+            ("git".to_string(), "git_status".to_string())
+        );
+        assert_eq!(p.ensure_known("git-server").unwrap(), "git");
+        assert_eq!(p.ensure_known("git").unwrap(), "git");
+        let err = p.ensure_known("git-serve").unwrap_err().to_string();
+        assert!(err.contains("git-serve"), "{err}");
+        // Listed once, with its aliases.
+        let names: Vec<&str> = p.server_names().collect();
+        assert_eq!(names, ["git", "git__hub"]);
     }
 }

@@ -69,15 +69,17 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
     let discovery =
         crate::app::discover(settings).map_err(|e| WrappersError::Discovery(e.to_string()))?;
     let pool = crate::app::upstream_pool(settings, &discovery);
-    for wanted in &args.servers {
-        if let Err(e) = pool.ensure_known(wanted) {
-            return Err(WrappersError::Discovery(e.to_string()));
+    // An alias names its server: one module per server, under its canonical name.
+    let mut wanted = Vec::new();
+    for server in &args.servers {
+        match pool.ensure_known(server) {
+            Ok(canonical) => wanted.push(canonical),
+            Err(e) => return Err(WrappersError::Discovery(e.to_string())),
         }
     }
-    let policy =
-        Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny).map_err(|e| {
-            WrappersError::Discovery(format!("settings: policy_allow/policy_deny: {e}"))
-        })?;
+    let policy = Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny)
+        .map_err(|e| WrappersError::Discovery(format!("settings: policy_allow/policy_deny: {e}")))?
+        .with_aliases(discovery.aliases.clone());
     let reach = Reach::policy(&policy);
     let lookups = pool
         .server_names()
@@ -88,7 +90,7 @@ pub async fn run(args: WrappersArgs, settings: &Settings) -> Result<Outcome, Wra
     let mut outcome = Outcome::default();
     let mut servers = Vec::new();
     for (name, tools) in listed {
-        if !args.servers.is_empty() && !args.servers.contains(&name) {
+        if !wanted.is_empty() && !wanted.contains(&name) {
             continue;
         }
         match tools {

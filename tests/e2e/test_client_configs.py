@@ -82,3 +82,29 @@ def test_an_untrusted_projects_gemini_server_needs_approval(tmp_path, ce_binary)
     assert rows["Test-Store"]["state"] == "needs approval", rows
     assert "code-executor trust Test-Store" in rows["Test-Store"]["error"], rows
     assert rows["time"]["state"] == "connected", rows
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ".config/Code/User/mcp.json",
+        ".config/Code/User/profiles/-7c3e91b2/mcp.json",
+        ".config/Code - Insiders/User/mcp.json",
+        ".config/Code - Insiders/User/profiles/5f0a2d11/mcp.json",
+        "Library/Application Support/Code/User/mcp.json",
+        "Library/Application Support/Code/User/profiles/-1b9d/mcp.json",
+    ],
+)
+def test_vscode_user_mcp_json_is_read_where_vscode_keeps_it(tmp_path, ce_binary, where: str) -> None:
+    """VS Code keeps the user's `mcp.json` in the user profile: the default profile's directory,
+    each other profile's `User/profiles/<id>/`, for VS Code and Insiders, on Linux and macOS."""
+    e2e = E2EEnv(tmp_path, servers=())
+    path = e2e.home / where
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"servers": {
+        "profile-time": {"type": "stdio", "command": venv_script("mcp-server-time"), "args": ["--local-timezone", "UTC"]},
+    }}, indent=2))
+    proc = run_cli(e2e, "servers", "--json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["profile-time"]["state"] == "connected" and rows["profile-time"]["tools"] == 2, rows

@@ -1,9 +1,12 @@
 """`code-executor setup` on copies of realistic client configs (tests/fixtures/clients): the
 dry run writes nothing and prints the diff, `--yes` changes only what it must (checked byte for
-byte), backs files up and is idempotent, `--disable-others` switches servers off in the client
-while code-executor still reaches them (a project's servers in that project only, and a
-project's unapproved servers left alone), a symlinked `~/.claude.json` stays a link and its
-target is written, and an unparsable config is named with its line."""
+byte), backs files up in code-executor's state directory (never beside the file) and is
+idempotent, `--disable-others` switches servers off with the mechanism each client honours
+(VS Code, Cursor and Claude Desktop have none in their files: the entry moves out) while
+code-executor still reaches them (a project's servers in that project only, and a project's
+unapproved servers left alone), `--restore` puts the files back byte for byte, a symlinked
+`~/.claude.json` stays a link and its target is written, and an unparsable config is named
+with its line."""
 
 from __future__ import annotations
 
@@ -79,6 +82,13 @@ class World:
 
     def files(self) -> dict[str, bytes]:
         return {str(p.relative_to(self.root)): p.read_bytes() for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+BACKUPS = "home/.local/state/code-executor/backups"
+
+
+def escaped(path: Path) -> str:
+    return str(path).replace("%", "%25").replace("/", "%2F")
 
 
 def explain(proc: subprocess.CompletedProcess[str]) -> str:
@@ -159,10 +169,15 @@ def test_yes_registers_keeps_everything_else_backs_up_and_is_idempotent(
     assert proc.returncode == 0, explain(proc)
     after = world.files()
 
-    # Only the target changed; a backup holds its old bytes.
-    backups = [k for k in after if k not in before]
-    assert len(backups) == 1 and backups[0].startswith(target + ".bak-"), backups
-    assert after[backups[0]] == before[target]
+    # Only the target changed; a backup in the state directory holds its old bytes, with the
+    # run's manifest; nothing appears beside the target.
+    new = sorted(k for k in after if k not in before)
+    assert len(new) == 2 and all(k.startswith(BACKUPS + "/") for k in new), new
+    copy = next(k for k in new if not k.endswith("/manifest.json"))
+    assert copy.rsplit("/", 1)[1] == escaped(world.root / target), new
+    assert after[copy] == before[target]
+    assert not any(".bak" in k for k in after), sorted(after)
+    assert f"Backups of the old files: {world.root / BACKUPS}/" in proc.stdout, explain(proc)
     for name, data in before.items():
         if name != target:
             assert after[name] == data, f"{name} changed"
@@ -254,9 +269,12 @@ def test_disable_others_keeps_a_projects_servers_in_that_project(ce_binary, tmp_
         assert proc.returncode == 0, explain(proc)
         return {r["name"]: r["state"] for r in json.loads(proc.stdout)}
 
-    # In this project code-executor still reaches them, through its own file.
+    # In this project code-executor still reaches them, through its own file. `repo-time`
+    # launches exactly what the user's `time` launches: one server, `repo-time` its alias.
     here = names(world.project)
-    assert here["local-time"] == "connected" and here["repo-time"] == "connected", here
+    assert here["local-time"] == "connected" and here["time"] == "connected", here
+    rows = {r["name"]: r for r in json.loads(world.run("servers", "--json").stdout)}
+    assert "repo-time" not in rows and rows["time"]["aliases"] == ["repo-time"], rows
     # In another project they do not exist.
     elsewhere = tmp_path / "another-project"
     elsewhere.mkdir()
@@ -281,16 +299,19 @@ def test_setup_writes_through_a_symlinked_claude_json(ce_binary, tmp_path: Path)
     entry = json.loads(real.read_text())["mcpServers"]["code-executor"]
     assert entry["command"] == COMMAND, entry
     assert only_insertions(before, real.read_text()) == []
-    # The backup holds the old text, beside the link; no stray file beside the target.
-    backups = list(world.home.glob(".claude.json.bak-*"))
+    # The backup holds the old text, in the state directory; no stray file beside the link
+    # or the target.
+    backups = list((world.root / BACKUPS).glob(f"*/{escaped(link)}"))
     assert len(backups) == 1 and backups[0].read_text() == before, backups
     assert sorted(p.name for p in dotfiles.iterdir()) == ["claude.json"]
+    assert not list(world.home.glob(".claude.json.*"))
 
 
 @pytest.mark.parametrize(
     "client, check",
     [
-        ("cursor", lambda w: servers_in(w.home / ".cursor/mcp.json")["time"]["disabled"] is True),
+        # Cursor has no switch in mcp.json (it ignores "disabled": true): the entry moves out.
+        ("cursor", lambda w: "time" not in servers_in(w.home / ".cursor/mcp.json")),
         ("codex", lambda w: servers_in(w.home / ".codex/config.toml")["time"]["enabled"] is False),
         ("gemini", lambda w: "time" in harness_jsonc((w.home / ".gemini/settings.json").read_text())["mcp"]["excluded"]),
     ],
@@ -304,6 +325,54 @@ def test_disable_others_uses_each_clients_switch(ce_binary, tmp_path: Path, clie
     lines = [l for l in proc.stdout.splitlines() if l.strip().startswith("time ")]
     assert lines and " 2 " in lines[0] and lines[0].rstrip().endswith("ok"), explain(proc)
     assert "Summary:" in proc.stdout
+
+
+def test_vscode_disable_others_moves_servers_out_and_restore_puts_them_back(ce_binary, tmp_path: Path) -> None:
+    """VS Code loads a server whatever `"disabled"` says: `--disable-others` moves the entries
+    out of the workspace `mcp.json` and the user profile's (a profile directory, found as VS
+    Code keeps it), code-executor keeps reaching them through its own file and no longer sees
+    them in VS Code's, no backup lands in the project, and `--restore` puts every file back
+    byte for byte."""
+    world = World(tmp_path, "vscode")
+    profile = world.home / ".config/Code/User/profiles/-4a1b2c3d/mcp.json"
+    profile.parent.mkdir(parents=True)
+    profile.write_text(json.dumps({"servers": {
+        "time": {"type": "stdio", "command": harness.venv_script("mcp-server-time"), "args": ["--local-timezone", "UTC"]},
+    }}, indent=2))
+    trust = world.run("trust", "--all")
+    assert trust.returncode == 0, explain(trust)
+    before = world.files()
+    project_before = sorted(p.relative_to(world.project) for p in world.project.rglob("*"))
+
+    proc = world.setup("--client", "vscode", "--yes", "--disable-others", "--no-index")
+    assert proc.returncode == 0, explain(proc)
+    workspace = servers_in(world.project / ".vscode/mcp.json")
+    assert set(workspace) == {"code-executor"}, workspace
+    assert harness_jsonc(profile.read_text())["servers"] == {}, profile.read_text()
+    text = (world.project / ".vscode/mcp.json").read_text()
+    assert "disabled" not in text and "// Inputs are prompted" in text, text
+    own = harness_jsonc((world.home / ".config/code-executor/servers.json").read_text())
+    assert set(own["mcpServers"]) == {"time"}, own
+    assert set(own["projects"][str(world.project.resolve())]["mcpServers"]) == {"git", "fetch"}, own
+    # Nothing new inside the project but the edit itself.
+    assert sorted(p.relative_to(world.project) for p in world.project.rglob("*")) == project_before
+
+    # code-executor reaches `time` through its own file; VS Code's files no longer hold it.
+    rows = {r["name"]: r for r in json.loads(world.run("servers", "--json").stdout)}
+    assert rows["time"]["state"] == "connected", rows
+    (world.home / ".config/code-executor/servers.json").rename(tmp_path / "servers.json.off")
+    rows = {r["name"] for r in json.loads(world.run("servers", "--json").stdout)}
+    assert not rows & {"time", "git", "fetch"}, rows
+    (tmp_path / "servers.json.off").rename(world.home / ".config/code-executor/servers.json")
+
+    restore = world.run("setup", "--restore")
+    assert restore.returncode == 0, explain(restore)
+    assert "restored " + str(world.project / ".vscode/mcp.json") in restore.stdout, explain(restore)
+    after = world.files()
+    for name, data in before.items():
+        assert after.get(name) == data, f"{name} not restored byte for byte"
+    # The servers file setup created is gone again; only backups were added.
+    assert all(k.startswith(BACKUPS + "/") for k in after if k not in before), sorted(after)
 
 
 def test_unparsable_config_is_named_with_its_line(ce_binary, tmp_path: Path) -> None:
@@ -341,7 +410,7 @@ def test_survey_lists_servers_per_client(ce_binary, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "sub, options",
     [
-        ("setup", ["--client", "--scope", "--disable-others", "--dry-run", "--yes", "--no-index"]),
+        ("setup", ["--client", "--scope", "--disable-others", "--dry-run", "--yes", "--no-index", "--restore"]),
         ("wrappers", ["--lang", "--out", "--server", "--check"]),
     ],
 )

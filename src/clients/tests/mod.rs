@@ -1,10 +1,12 @@
-//! Tests of discovery and the client table, by topic: `sources` (which files, which dialect,
+//! Tests of discovery and the client table, by topic: `aliases` (one entry per server),
+//! `sources` (which files, which dialect,
 //! which definition wins), `consent` (servers a project brings: pending until approved, by
 //! whom), `switches` (flags, lists, this server's own entries), `entries`
 //! (an entry's fields, broken and oddly shaped files), `expand` (`${...}`), `read` (raw entries, key paths, lists,
 //! and setup reading what discovery reads), `table` (the table is consistent with itself and
 //! with `--client`).
 
+mod aliases;
 mod consent;
 mod entries;
 mod expand;

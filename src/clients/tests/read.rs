@@ -217,5 +217,5 @@ fn setup_reads_what_discovery_reads() {
         assert_eq!(d.servers[0].source.kind, file.kind);
         fs::remove_file(&file.path).unwrap();
     }
-    assert_eq!(written.len(), 14);
+    assert_eq!(written.len(), 16);
 }

@@ -724,3 +724,38 @@ fn explicit_file_is_json_whatever_its_name() {
     let err = discover(&inputs).unwrap_err();
     assert!(matches!(err, DiscoveryError::Parse { .. }), "{err:?}");
 }
+
+/// VS Code's user `mcp.json` lives in the user profile: the default profile's directory, each
+/// other profile's, for VS Code and Insiders, on Linux and macOS.
+#[test]
+fn vs_code_user_files_are_read_in_every_documented_place() {
+    let places = [
+        ".config/Code/User/mcp.json",
+        "Library/Application Support/Code/User/mcp.json",
+        ".config/Code - Insiders/User/mcp.json",
+        "Library/Application Support/Code - Insiders/User/mcp.json",
+        ".config/Code/User/profiles/-5d2a9c1e/mcp.json",
+        "Library/Application Support/Code/User/profiles/7f3b/mcp.json",
+        ".config/Code - Insiders/User/profiles/3e1a/mcp.json",
+    ];
+    for (i, rel) in places.iter().enumerate() {
+        let fx = Fixture::new();
+        let path = fx.home_file(
+            rel,
+            &format!(r#"{{"servers": {{"s{i}": {{"type": "stdio", "command": "s{i}"}}}}}}"#),
+        );
+        let d = fx.discover();
+        assert_eq!(names(&d), [format!("s{i}")], "{rel}");
+        assert_eq!(d.servers[0].source.kind, SourceKind::VsCodeUser, "{rel}");
+        assert_eq!(d.servers[0].source.path, path, "{rel}");
+    }
+    // A profile directory without the file, and a file where a profile directory belongs,
+    // are not configs.
+    let fx = Fixture::new();
+    fs::create_dir_all(fx.home.join(".config/Code/User/profiles/empty")).unwrap();
+    fx.home_file(
+        ".config/Code/User/profiles/mcp.json",
+        r#"{"servers": {"x": {"command": "x"}}}"#,
+    );
+    assert!(fx.discover().servers.is_empty());
+}

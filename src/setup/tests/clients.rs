@@ -40,7 +40,8 @@ fn portable_definitions() {
     );
     assert_eq!(
         portable(&codex),
-        json!({"type": "http", "url": "https://f.example/mcp", "headers": {"Authorization": "Bearer ${TOK}"}})
+        json!({"type": "http", "url": "https://f.example/mcp", "headers": {"Authorization": "Bearer ${TOK}"}, "disabled": true}),
+        "an entry off in its file stays off in the copy"
     );
     let cursor = entry(
         SourceKind::CursorGlobal,
@@ -50,7 +51,8 @@ fn portable_definitions() {
     );
     assert_eq!(
         portable(&cursor),
-        json!({"command": "node", "cwd": "/h/.cursor/srv"})
+        json!({"command": "node", "cwd": "/h/.cursor/srv", "disabled": true}),
+        "Cursor ignores the flag, this server keeps the server off as discovery did"
     );
 }
 use std::fs;
@@ -320,6 +322,8 @@ fn server_files_lowest_precedence_first() {
         [
             "~/.config/Code/User/mcp.json | servers | user",
             "~/Library/Application Support/Code/User/mcp.json | servers | user",
+            "~/.config/Code - Insiders/User/mcp.json | servers | user",
+            "~/Library/Application Support/Code - Insiders/User/mcp.json | servers | user",
             "<p>/.vscode/mcp.json | servers | workspace",
         ]
     );

@@ -1,7 +1,9 @@
 //! Tests of `setup`: planning and applying edits (`plan`), and the view of each client it
-//! works from (`clients`: targets, files, detection, entries, lists, self detection).
+//! works from (`clients`: targets, files, detection, entries, lists, self detection), and
+//! switching servers off by moving them out, with the backups (`switch_off`).
 
 mod clients;
+mod switch_off;
 
 use std::path::{Path, PathBuf};
 
@@ -23,8 +25,10 @@ fn options(home: &Path, project: &Path, disable: bool) -> Options {
     }
 }
 
+/// Cursor has no switch of its own in `mcp.json` (it ignores `"disabled": true`): the entry
+/// moves out of Cursor's file into this server's servers file.
 #[test]
-fn cursor_plan_registers_disables_and_copies() {
+fn cursor_plan_registers_moves_out_and_copies() {
     let tmp = tempfile::tempdir().unwrap();
     let (home, project) = (tmp.path().join("home"), tmp.path().join("project"));
     std::fs::create_dir_all(home.join(".cursor")).unwrap();
@@ -37,7 +41,8 @@ fn cursor_plan_registers_disables_and_copies() {
     assert_eq!(plan.outcomes[0].disabled, ["time"]);
     assert_eq!(plan.changes.len(), 2, "{plan:?}");
     let cursor = edit::parse_json(&plan.changes[0].after).unwrap();
-    assert_eq!(cursor["mcpServers"]["time"]["disabled"], true);
+    assert!(cursor["mcpServers"].get("time").is_none(), "{cursor}");
+    assert!(!plan.changes[0].after.contains("disabled"));
     assert_eq!(
         cursor["mcpServers"]["code-executor"]["command"],
         "/opt/bin/code-executor"
@@ -50,14 +55,16 @@ fn cursor_plan_registers_disables_and_copies() {
         home.join(".cursor/sub").to_string_lossy().as_ref()
     );
     assert!(
-        plan.changes[0].diff().contains("+      \"disabled\": true"),
+        plan.changes[0].diff().contains("-    \"time\": {"),
         "{}",
         plan.changes[0].diff()
     );
 
     // Applied, then planned again: nothing left to do.
-    let written = apply(&plan, "test").unwrap();
+    let backups = tmp.path().join("state/backups");
+    let (written, run) = apply(&plan, &backups, "test").unwrap();
     assert_eq!(written.len(), 2);
+    assert_eq!(run, backups.join("test"));
     assert_eq!(
         std::fs::read_to_string(written[0].backup.as_ref().unwrap()).unwrap(),
         original
@@ -204,7 +211,7 @@ fn apply_writes_through_a_symlinked_config_and_keeps_the_link() {
     let link = home.join(".cursor/mcp.json");
     std::os::unix::fs::symlink(dotfiles.join("mcp.json"), &link).unwrap();
     let plan = plan(&options(&home, &project, false), &[Client::Cursor]).unwrap();
-    let written = apply(&plan, "test").unwrap();
+    let (written, _) = apply(&plan, &tmp.path().join("backups"), "test").unwrap();
     assert!(
         std::fs::symlink_metadata(&link)
             .unwrap()
@@ -214,6 +221,9 @@ fn apply_writes_through_a_symlinked_config_and_keeps_the_link() {
     let now = std::fs::read_to_string(dotfiles.join("mcp.json")).unwrap();
     assert!(now.contains("code-executor"), "{now}");
     let backup = written[0].backup.as_ref().unwrap();
-    assert_eq!(backup.parent(), link.parent());
+    assert_eq!(
+        backup.parent(),
+        Some(tmp.path().join("backups/test").as_path())
+    );
     assert_eq!(std::fs::read_to_string(backup).unwrap(), original);
 }
