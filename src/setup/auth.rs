@@ -103,9 +103,10 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
             scopes,
             client_id,
         } => {
-            let spec = http_server(&found.servers, &server)?;
+            let spec = http_server(&found, &server)?;
             let (url, headers) = http_parts(spec);
             let options = LoginOptions {
+                event_stream: matches!(spec.transport, Transport::Sse { .. }),
                 scopes,
                 no_browser,
                 client_secret: client_id
@@ -157,8 +158,9 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
         AuthCommand::Status { json } => {
             let mut lines = Vec::new();
             for spec in &found.servers {
-                if let Transport::Http { url, headers } = &spec.transport {
-                    lines.push(status_of(&store, &spec.name, url, headers).await);
+                if let Some((url, headers)) = remote_parts(spec) {
+                    let event_stream = matches!(spec.transport, Transport::Sse { .. });
+                    lines.push(status_of(&store, &spec.name, url, headers, event_stream).await);
                 }
             }
             if json {
@@ -187,7 +189,7 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
             Ok(true)
         }
         AuthCommand::Logout { server } => {
-            let spec = http_server(&found.servers, &server)?;
+            let spec = http_server(&found, &server)?;
             let (url, _) = http_parts(spec);
             if store.remove(url)? {
                 println!("Logged out of `{server}`: its tokens and client are deleted.");
@@ -199,18 +201,21 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
     }
 }
 
+/// The remote (streamable HTTP or legacy SSE) server called `name` or having it as an alias.
 fn http_server<'a>(
-    servers: &'a [ServerSpec],
+    found: &'a crate::clients::discovery::Discovery,
     name: &str,
 ) -> Result<&'a ServerSpec, AuthCommandError> {
-    match servers.iter().find(|s| s.name == name) {
-        Some(spec) if matches!(spec.transport, Transport::Http { .. }) => Ok(spec),
+    let servers = &found.servers;
+    let canonical = found.aliases.canonical(name);
+    match servers.iter().find(|s| s.name == canonical) {
+        Some(spec) if remote_parts(spec).is_some() => Ok(spec),
         Some(_) => Err(AuthCommandError::NotHttp(name.to_string())),
         None => Err(AuthCommandError::Unknown {
             server: name.to_string(),
             known: servers
                 .iter()
-                .filter(|s| matches!(s.transport, Transport::Http { .. }))
+                .filter(|s| remote_parts(s).is_some())
                 .map(|s| s.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -219,9 +224,14 @@ fn http_server<'a>(
 }
 
 fn http_parts(spec: &ServerSpec) -> (&str, &BTreeMap<String, String>) {
+    remote_parts(spec).expect("http_server returns remote servers only")
+}
+
+/// The URL and headers of a remote server; `None` for a stdio one.
+fn remote_parts(spec: &ServerSpec) -> Option<(&str, &BTreeMap<String, String>)> {
     match &spec.transport {
-        Transport::Http { url, headers } => (url, headers),
-        _ => unreachable!("http_server returns HTTP servers only"),
+        Transport::Http { url, headers } | Transport::Sse { url, headers } => Some((url, headers)),
+        Transport::Stdio { .. } => None,
     }
 }
 
@@ -230,6 +240,7 @@ async fn status_of(
     name: &str,
     url: &str,
     headers: &BTreeMap<String, String>,
+    event_stream: bool,
 ) -> ServerAuth {
     let mut line = ServerAuth {
         name: name.to_string(),
@@ -266,7 +277,7 @@ async fn status_of(
                 _ => line.state = "logged_in",
             }
         }
-        Ok(_) => match login::probe_protected(url, headers).await {
+        Ok(_) => match login::probe_protected(url, headers, event_stream).await {
             Ok(true) => line.detail = Some(login()),
             Ok(false) => line.state = "not_protected",
             Err(e) => {

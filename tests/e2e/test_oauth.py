@@ -128,11 +128,13 @@ def stored_tokens(e2e: E2EEnv) -> list[str]:
     return out
 
 
-def login(e2e: E2EEnv, *args: str, tamper=None, timeout: float = 60) -> subprocess.CompletedProcess:
+def login(
+    e2e: E2EEnv, *args: str, tamper=None, timeout: float = 60, server: str = SERVER
+) -> subprocess.CompletedProcess:
     """`auth login secure --no-browser ARGS`: read the printed URL, GET it (the AS approves at once
     and redirects), paste the redirect (changed by `tamper`) on stdin."""
     proc = subprocess.Popen(
-        [str(harness.binary()), "auth", "login", SERVER, "--no-browser", *args],
+        [str(harness.binary()), "auth", "login", server, "--no-browser", *args],
         cwd=e2e.project,
         env=e2e.env(),
         stdin=subprocess.PIPE,
@@ -445,3 +447,65 @@ def test_status_without_a_server_and_a_corrupted_store(world: E2EEnv, servers: O
     r = cli(world, "servers", "--json")
     secure = {s["name"]: s for s in json.loads(r.stdout)}[SERVER]
     assert secure["state"] == "failed" and "OAuth tokens cannot be read" in secure["error"], secure
+
+
+@pytest.fixture(scope="module")
+def sse_server(servers: OAuthServers, tmp_path_factory: pytest.TempPathFactory):
+    """The same protected server over the legacy HTTP+SSE transport, behind the same AS."""
+    port = harness.free_port()
+    log = open(tmp_path_factory.mktemp("oauth-sse") / "oauth_rs_sse.log", "w")
+    p = subprocess.Popen(
+        [sys.executable, str(harness.SERVERS_DIR / "oauth_rs.py"), "--port", str(port), "--as-url", servers.as_url,
+         "--transport", "sse"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_port(port, p)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
+def test_a_legacy_sse_server_logs_in_the_same_way(world: E2EEnv, servers: OAuthServers, sse_server: str, tmp_path: Path):
+    name = "secure-sse"
+    hint = f"needs login: run `code-executor auth login {name}`"
+    configs = json.loads(world.config_path.read_text())["mcpServers"]
+    configs[name] = {"type": "sse", "url": f"{sse_server}/sse"}
+    world.config_path.write_text(json.dumps({"mcpServers": configs}, indent=2))
+    code = f"""
+try {{
+  const r = await callMCPTool("mcp__{name}__read_note", {{ title: "groceries" }});
+  console.log("OK " + JSON.stringify(r));
+}} catch (e) {{ console.log("ERR " + e.message); }}
+"""
+    allowed = [f"mcp__{name}__*"]
+
+    r = cli(world, "servers", "--json")
+    listed = {s["name"]: s for s in json.loads(r.stdout)}[name]
+    assert listed["state"] == "needs_login" and hint in listed["error"], r.stdout
+    assert status(world)[name]["state"] == "needs_login"
+
+    client = start(world, tmp_path)
+    try:
+        ex = harness.run_ts(client, code, allowed=allowed)
+        assert ex.success and hint in ex.output, ex.describe()
+
+        r = login(world, server=name)
+        assert r.returncode == 0, r.stdout + r.stderr
+        token = next(e for e in servers.as_log() if e["path"] == "/token")["form"]
+        assert token["resource"] == f"{sse_server}/sse", token
+
+        after_retry_window()
+        ex = harness.run_ts(client, code, allowed=allowed)
+        assert ex.success and "OK " in ex.output and "remember the milk" in ex.output, ex.describe()
+        assert list_servers(client)[name]["transport"] == "sse"
+        # The token went on the event stream and on every message.
+        seen = httpx.get(f"{sse_server}/_log").json()
+        streams = [e for e in seen if e["method"] == "GET" and e["path"] == "/sse"]
+        posts = [e for e in seen if e["method"] == "POST" and e["path"].startswith("/messages")]
+        assert streams and posts, seen
+        assert streams[-1]["authorization_header"] and all(e["authorization_header"] for e in posts[-3:]), seen
+    finally:
+        client.close()

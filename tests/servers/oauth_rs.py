@@ -4,7 +4,8 @@ server (`oauth_as.py`), Protected Resource Metadata (RFC 9728) served, 401 with
 `WWW-Authenticate` without a valid token. Tools: `read_note` (scope `read`) and `write_note`
 (scope `write`: without it, HTTP 403 `insufficient_scope` naming the scope, for step-up).
 
-Run: `python oauth_rs.py --port PORT --as-url http://127.0.0.1:AS_PORT`. `POST /_control`
+Run: `python oauth_rs.py --port PORT --as-url http://127.0.0.1:AS_PORT [--transport sse]`
+(`sse`: the SDK's legacy HTTP+SSE transport, event stream at /sse, under the same protection). `POST /_control`
 `{"prm_resource": "http://..."}` makes the PRM name another resource; `GET /_log` lists the
 requests it saw (whether an Authorization header came, never its value).
 """
@@ -46,8 +47,9 @@ class IntrospectionVerifier:
         )
 
 
-def build_app(port: int, as_url: str):  # type: ignore[no-untyped-def]
-    resource = f"http://127.0.0.1:{port}/mcp"
+def build_app(port: int, as_url: str, transport: str = "streamable"):  # type: ignore[no-untyped-def]
+    endpoint = "/sse" if transport == "sse" else "/mcp"
+    resource = f"http://127.0.0.1:{port}{endpoint}"
     verifier = IntrospectionVerifier(f"{as_url}/introspect")
     mcp = MCPServer(
         "secure-notes",
@@ -70,10 +72,10 @@ def build_app(port: int, as_url: str):  # type: ignore[no-untyped-def]
         """Write a note (needs scope `write`)."""
         return f"saved note {title} ({len(text)} chars)"
 
-    inner = mcp.streamable_http_app()
+    inner = mcp.sse_app() if transport == "sse" else mcp.streamable_http_app()
     control: dict[str, Any] = {"prm_resource": None}
     log: list[dict[str, Any]] = []
-    prm_path = "/.well-known/oauth-protected-resource/mcp"
+    prm_path = f"/.well-known/oauth-protected-resource{endpoint}"
 
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["type"] != "http":
@@ -139,8 +141,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--as-url", required=True)
+    parser.add_argument("--transport", choices=["streamable", "sse"], default="streamable")
     args = parser.parse_args()
-    app, mcp = build_app(args.port, args.as_url)
+    app, mcp = build_app(args.port, args.as_url, args.transport)
 
     async def run() -> None:
         config = uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")

@@ -48,6 +48,9 @@ pub struct LoginOptions {
     /// The program that opens the URL (`$CODE_EXECUTOR_BROWSER`, `$BROWSER`), else the
     /// platform's opener.
     pub browser: Option<String>,
+    /// The server speaks the legacy HTTP+SSE transport: its URL is the event stream, probed
+    /// with a GET rather than an `initialize` POST.
+    pub event_stream: bool,
 }
 
 impl std::fmt::Debug for LoginOptions {
@@ -144,7 +147,7 @@ where
     R: tokio::io::AsyncBufRead + Unpin,
 {
     let previous = store.load(server_url)?;
-    let challenge = probe(server_url, headers).await?;
+    let challenge = probe(server_url, headers, options.event_stream).await?;
 
     let mut manager = connect::manager(server_url)
         .await
@@ -369,11 +372,12 @@ fn loopback_port(uri: &str) -> Option<u16> {
         .flatten()
 }
 
-/// Sends an unauthenticated `initialize` to see whether (and how) the server asks for
-/// authorization: the `WWW-Authenticate` of its 401, if any.
+/// Sends an unauthenticated `initialize` (to a legacy SSE server: opens its event stream) to see
+/// whether (and how) the server asks for authorization: the `WWW-Authenticate` of its 401, if any.
 async fn probe(
     url: &str,
     headers: &BTreeMap<String, String>,
+    event_stream: bool,
 ) -> Result<Option<String>, LoginError> {
     let unreachable = |reason: String| LoginError::Unreachable {
         url: url.to_string(),
@@ -384,21 +388,24 @@ async fn probe(
         .timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| unreachable(e.to_string()))?;
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(
-            serde_json::json!({
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}
-                }
-            })
-            .to_string(),
-        );
+    let mut request = if event_stream {
+        http.get(url).header("accept", "text/event-stream")
+    } else {
+        http.post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(
+                serde_json::json!({
+                    "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")}
+                    }
+                })
+                .to_string(),
+            )
+    };
     for (k, v) in headers {
         request = request.header(k, v);
     }
@@ -424,8 +431,9 @@ async fn probe(
 pub async fn probe_protected(
     url: &str,
     headers: &BTreeMap<String, String>,
+    event_stream: bool,
 ) -> Result<bool, LoginError> {
-    match probe(url, headers).await {
+    match probe(url, headers, event_stream).await {
         Ok(_) => Ok(true),
         Err(LoginError::NotProtected { .. }) => Ok(false),
         Err(e) => Err(e),
