@@ -134,6 +134,13 @@ after=$(sha256sum <"$work/config2.toml" 2>/dev/null | cut -c1-16)
 [ -n "$before" ] && [ "$before" = "$after" ] && [ "$status" = healthy ]
 result $? "later starts reuse the settings file" "sha256 before restart $before, after $after; health $status"
 
+# `auth` runs in the image (no shell there) and keeps tokens on the config volume.
+authst=$(compose run --rm -T executor auth status --json 2>&1 </dev/null)
+auth_rc=$?
+[ $auth_rc -eq 0 ] && grep -q '^\[' <<<"$authst" \
+  && docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$cid" | grep -qx 'CODE_EXECUTOR_OAUTH_DIR=/config/oauth'
+result $? "auth status runs in the appliance, tokens on the config volume" "exit $auth_rc: $(tr -d '\n' <<<"$authst" | cut -c1-120); CODE_EXECUTOR_OAUTH_DIR=/config/oauth"
+
 # A first start (a settings path that does not exist yet, on the container's own /tmp: the
 # service's config volume already holds the settings of the start above).
 bad=$(compose run --rm -T -e CODE_EXECUTOR_CONFIG=/tmp/first-start/config.toml -e CODE_EXECUTOR_TIMEOUT_MS=soon executor 2>&1 </dev/null)
