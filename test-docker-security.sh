@@ -141,6 +141,28 @@ auth_rc=$?
   && docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$cid" | grep -qx 'CODE_EXECUTOR_OAUTH_DIR=/config/oauth'
 result $? "auth status runs in the appliance, tokens on the config volume" "exit $auth_rc: $(tr -d '\n' <<<"$authst" | cut -c1-120); CODE_EXECUTOR_OAUTH_DIR=/config/oauth"
 
+# A changed CODE_EXECUTOR_SERVERS is followed on the next start, the config volume kept; changed
+# back, it is followed again (the servers file was written from the variable, not edited).
+if [ -n "${CODE_EXECUTOR_SERVERS:-}" ]; then
+  saved_servers=$CODE_EXECUTOR_SERVERS
+  export CODE_EXECUTOR_SERVERS='{"hostile": {"type": "http", "url": "http://hostile:8000/mcp"}, "hostile-again": {"type": "http", "url": "http://hostile:8000/mcp?again"}}'
+  compose up -d executor >"$work/up-servers.log" 2>&1
+  cid=$(compose ps -q executor)
+  wait_healthy
+  docker cp "$cid:/config/servers.json" "$work/servers-changed.json" 2>/dev/null
+  changed_log=$(docker logs "$cid" 2>&1 | grep -c 'CODE_EXECUTOR_SERVERS changed')
+  export CODE_EXECUTOR_SERVERS=$saved_servers
+  compose up -d executor >>"$work/up-servers.log" 2>&1
+  cid=$(compose ps -q executor)
+  wait_healthy
+  docker cp "$cid:/config/servers.json" "$work/servers-back.json" 2>/dev/null
+  grep -q '"hostile-again"' "$work/servers-changed.json" && [ "$changed_log" -ge 1 ] \
+    && ! grep -q '"hostile-again"' "$work/servers-back.json" && grep -q '"hostile"' "$work/servers-back.json" \
+    && [ "$status" = healthy ]
+  result $? "a changed CODE_EXECUTOR_SERVERS is followed on the next start" \
+    "servers.json after the change: $(tr -d ' \n' <"$work/servers-changed.json" | cut -c1-140); logged $changed_log; changed back: $(tr -d ' \n' <"$work/servers-back.json" | cut -c1-80); health $status"
+fi
+
 # A first start (a settings path that does not exist yet, on the container's own /tmp: the
 # service's config volume already holds the settings of the start above).
 bad=$(compose run --rm -T -e CODE_EXECUTOR_CONFIG=/tmp/first-start/config.toml -e CODE_EXECUTOR_TIMEOUT_MS=soon executor 2>&1 </dev/null)

@@ -234,6 +234,13 @@ fn init_config(explicit: Option<&std::path::Path>) -> Result<()> {
         FirstRun::Existing(path) => {
             tracing::info!(path = %path.display(), "settings file exists; not generated")
         }
+        FirstRun::ServersUpdated(servers) => tracing::info!(
+            servers = %servers.display(),
+            "CODE_EXECUTOR_SERVERS changed: the servers file was written from it"
+        ),
+        FirstRun::ServersConflict { servers, fix } => {
+            tracing::error!(servers = %servers.display(), "{fix}")
+        }
         FirstRun::Written { config, servers } => tracing::info!(
             config = %config.display(),
             servers = ?servers,

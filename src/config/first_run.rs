@@ -2,7 +2,14 @@
 //! settings file does not exist yet (a fresh config volume), write one from the
 //! `CODE_EXECUTOR_*` variables, and the downstream servers given as JSON in
 //! `CODE_EXECUTOR_SERVERS` to a `servers.json` beside it (referenced by `servers_file`). Every
-//! later start reads the file, which the operator may edit. An existing file is never touched.
+//! later start reads the settings file, which the operator may edit; the settings variables
+//! still set override its keys on every start (the loader's rule). `CODE_EXECUTOR_SERVERS` is
+//! followed on every start too: when it changes, the servers file is rewritten from it, unless
+//! the operator edited that file since it was written (a digest of what was written is kept
+//! beside it), or the settings name another `servers_file`; then the start goes on with the
+//! file, and the conflict is reported with the exact fix. Nothing else in an existing settings
+//! file is touched (the one exception: `servers_file` is added when servers first come from the
+//! variable after a first start without them).
 //!
 //! Each variable is checked on its own first, so a bad one stops the start with a message
 //! naming it; nothing is written unless every variable is good. The token itself
@@ -26,6 +33,9 @@ pub(crate) const SERVERS_ENV: &str = "CODE_EXECUTOR_SERVERS";
 /// Name of the servers file written beside the settings file.
 pub(crate) const SERVERS_FILE_NAME: &str = "servers.json";
 
+/// Beside the servers file: the SHA-256 of what was last written there from the variable.
+const SERVERS_DIGEST_NAME: &str = ".servers.json.from-env.sha256";
+
 /// Variables with the prefix that are not settings keys (read elsewhere, or secrets).
 const NOT_SETTINGS: &[&str] = &[
     "CONFIG",
@@ -46,6 +56,12 @@ pub enum FirstRun {
         config: PathBuf,
         servers: Option<PathBuf>,
     },
+    /// The settings file existed; the servers file was written from a changed
+    /// `CODE_EXECUTOR_SERVERS`.
+    ServersUpdated(PathBuf),
+    /// `CODE_EXECUTOR_SERVERS` differs from the servers in use, which were left alone: `fix`
+    /// says what the operator can do.
+    ServersConflict { servers: PathBuf, fix: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,10 +84,8 @@ pub(crate) struct Generated {
 }
 
 /// Writes the settings file at `config` from the process environment unless it exists.
+/// When it exists, follows a changed `CODE_EXECUTOR_SERVERS` (see the module doc).
 pub fn ensure(config: &Path) -> Result<FirstRun, FirstRunError> {
-    if config.exists() {
-        return Ok(FirstRun::Existing(config.to_path_buf()));
-    }
     let vars: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| k.starts_with(ENV_PREFIX))
         .collect();
@@ -80,15 +94,18 @@ pub fn ensure(config: &Path) -> Result<FirstRun, FirstRunError> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let servers_path = dir.join(SERVERS_FILE_NAME);
+    if config.exists() {
+        let servers = vars.iter().find(|(k, _)| k == SERVERS_ENV).map(|(_, v)| v);
+        return match servers {
+            Some(value) => follow_servers(config, &servers_path, &servers_json(value)?),
+            None => Ok(FirstRun::Existing(config.to_path_buf())),
+        };
+    }
     let generated = generate(&vars, &servers_path)?;
-    let write_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| FirstRunError::Write { path, source }
-    };
     std::fs::create_dir_all(dir).map_err(write_err(dir))?;
     let servers = match &generated.servers_json {
         Some(json) => {
-            write_private(&servers_path, json).map_err(write_err(&servers_path))?;
+            write_servers(&servers_path, json)?;
             Some(servers_path)
         }
         None => None,
@@ -97,6 +114,92 @@ pub fn ensure(config: &Path) -> Result<FirstRun, FirstRunError> {
     Ok(FirstRun::Written {
         config: config.to_path_buf(),
         servers,
+    })
+}
+
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> FirstRunError {
+    let path = path.to_path_buf();
+    move |source| FirstRunError::Write { path, source }
+}
+
+/// Writes the servers file from the variable, and the digest that marks it as written so.
+fn write_servers(servers_path: &Path, json: &str) -> Result<(), FirstRunError> {
+    write_private(servers_path, json).map_err(write_err(servers_path))?;
+    let digest = servers_path.with_file_name(SERVERS_DIGEST_NAME);
+    write_private(&digest, &sha256_hex(json.as_bytes())).map_err(write_err(&digest))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// A later start with `CODE_EXECUTOR_SERVERS` set: brings the servers file (and, if the
+/// settings name none yet, `servers_file`) in line with the variable, unless that would
+/// overwrite what the operator chose.
+fn follow_servers(
+    config: &Path,
+    servers_path: &Path,
+    json: &str,
+) -> Result<FirstRun, FirstRunError> {
+    let unreadable = |path: &Path, source| FirstRunError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = std::fs::read_to_string(config).map_err(|e| unreadable(config, e))?;
+    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| FirstRunError::Variable {
+        var: SERVERS_ENV.into(),
+        reason: format!(
+            "cannot be followed: {} is not valid TOML ({e})",
+            config.display()
+        ),
+    })?;
+    let ours = servers_path.display().to_string();
+    match doc.get("servers_file").and_then(|v| v.as_str()) {
+        Some(named) if named != ours => {
+            return Ok(FirstRun::ServersConflict {
+                servers: PathBuf::from(named),
+                fix: format!(
+                    "{SERVERS_ENV} is not used because {} sets servers_file = \"{named}\"; \
+                     remove that line to use the variable, or unset the variable",
+                    config.display()
+                ),
+            });
+        }
+        Some(_) => {}
+        None => {
+            write_servers(servers_path, json)?;
+            doc["servers_file"] = toml_edit::value(ours);
+            write_private(config, &doc.to_string()).map_err(write_err(config))?;
+            return Ok(FirstRun::ServersUpdated(servers_path.to_path_buf()));
+        }
+    }
+    let current = match std::fs::read(servers_path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(unreadable(servers_path, e)),
+    };
+    let Some(current) = current else {
+        write_servers(servers_path, json)?;
+        return Ok(FirstRun::ServersUpdated(servers_path.to_path_buf()));
+    };
+    if current == json.as_bytes() {
+        return Ok(FirstRun::Existing(config.to_path_buf()));
+    }
+    let recorded = std::fs::read_to_string(servers_path.with_file_name(SERVERS_DIGEST_NAME))
+        .unwrap_or_default();
+    if recorded.trim() == sha256_hex(&current) {
+        write_servers(servers_path, json)?;
+        return Ok(FirstRun::ServersUpdated(servers_path.to_path_buf()));
+    }
+    Ok(FirstRun::ServersConflict {
+        servers: servers_path.to_path_buf(),
+        fix: format!(
+            "{SERVERS_ENV} differs from {path}, which was edited since it was written from the \
+             variable (or by an older version); edit {path} to your liking, or delete it to have \
+             it written from {SERVERS_ENV} on the next start",
+            path = servers_path.display()
+        ),
     })
 }
 
@@ -393,14 +496,91 @@ mod tests {
             let mode = std::fs::metadata(&config).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
             assert!(servers.is_file());
-            // Later starts: the file is kept as it is, even when the variables changed.
+            // Later starts: the settings file is kept as it is, even when the settings
+            // variables changed (they override its keys when loaded, not by rewriting it).
             std::fs::write(&config, "timeout_ms = 9000\n").unwrap();
+            jail.clear_env();
             jail.set_env("CODE_EXECUTOR_TIMEOUT_MS", "oops");
             assert_eq!(ensure(&config).unwrap(), FirstRun::Existing(config.clone()));
             assert_eq!(
                 std::fs::read_to_string(&config).unwrap(),
                 "timeout_ms = 9000\n"
             );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_changed_servers_variable_is_followed_on_later_starts() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("CODE_EXECUTOR_SERVERS", r#"{"a": {"command": "true"}}"#);
+            let config = jail.directory().join("vol").join("config.toml");
+            let servers = jail.directory().join("vol").join("servers.json");
+            ensure(&config).expect("first run writes");
+            let settings_before = std::fs::read(&config).unwrap();
+            // Unchanged: nothing is written.
+            assert_eq!(ensure(&config).unwrap(), FirstRun::Existing(config.clone()));
+            // Changed: the servers file follows; the settings file is untouched.
+            jail.set_env("CODE_EXECUTOR_SERVERS", r#"{"b": {"command": "true"}}"#);
+            assert_eq!(
+                ensure(&config).unwrap(),
+                FirstRun::ServersUpdated(servers.clone())
+            );
+            let written = std::fs::read_to_string(&servers).unwrap();
+            assert!(
+                written.contains("\"b\"") && !written.contains("\"a\""),
+                "{written}"
+            );
+            assert_eq!(std::fs::read(&config).unwrap(), settings_before);
+            // Edited by the operator: left alone, and the fix is named.
+            std::fs::write(&servers, r#"{"mcpServers": {"mine": {"command": "true"}}}"#).unwrap();
+            jail.set_env("CODE_EXECUTOR_SERVERS", r#"{"c": {"command": "true"}}"#);
+            match ensure(&config).unwrap() {
+                FirstRun::ServersConflict { servers: s, fix } => {
+                    assert_eq!(s, servers);
+                    assert!(fix.contains("delete it"), "{fix}");
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(std::fs::read_to_string(&servers).unwrap().contains("mine"));
+            // Deleted as the fix says: written from the variable again.
+            std::fs::remove_file(&servers).unwrap();
+            assert_eq!(
+                ensure(&config).unwrap(),
+                FirstRun::ServersUpdated(servers.clone())
+            );
+            assert!(std::fs::read_to_string(&servers).unwrap().contains("\"c\""));
+            // A bad value stops the start, named, and writes nothing.
+            jail.set_env("CODE_EXECUTOR_SERVERS", "{not json");
+            let err = ensure(&config).unwrap_err().to_string();
+            assert!(err.contains("CODE_EXECUTOR_SERVERS"), "{err}");
+            assert!(std::fs::read_to_string(&servers).unwrap().contains("\"c\""));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn servers_given_after_a_first_start_without_them_are_referenced() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("CODE_EXECUTOR_TIMEOUT_MS", "7000");
+            let config = jail.directory().join("vol").join("config.toml");
+            let servers = jail.directory().join("vol").join("servers.json");
+            ensure(&config).expect("first run writes");
+            assert!(!servers.exists());
+            jail.set_env("CODE_EXECUTOR_SERVERS", r#"{"a": {"command": "true"}}"#);
+            assert_eq!(
+                ensure(&config).unwrap(),
+                FirstRun::ServersUpdated(servers.clone())
+            );
+            let raw = parse(&std::fs::read_to_string(&config).unwrap());
+            assert_eq!(raw.servers_file.as_deref(), Some(servers.as_path()));
+            assert_eq!(raw.timeout_ms, Some(7000));
+            // Settings naming another servers file win; the variable is reported, not used.
+            std::fs::write(&config, "servers_file = \"/elsewhere.json\"\n").unwrap();
+            assert!(matches!(
+                ensure(&config).unwrap(),
+                FirstRun::ServersConflict { fix, .. } if fix.contains("/elsewhere.json")
+            ));
             Ok(())
         });
     }
