@@ -415,31 +415,19 @@ fn disable_others(
     }
     let mut names: Vec<String> = Vec::new();
     match switch {
-        SwitchOff::MoveOut => {
+        SwitchOff::MoveOut | SwitchOff::EntryFlag => {
+            // A JSON entry is removed or flagged; a TOML one (Codex) always gets its flag.
+            let move_out = matches!(switch, SwitchOff::MoveOut);
             for entry in &others {
                 let changed = match &entry.file.layout {
                     Layout::Json(path) => {
                         let path: Vec<&str> = path.iter().map(String::as_str).collect();
                         ws.json(&entry.file.path, NEW_JSON, |doc| {
-                            doc.remove_entry(&path, &entry.name)
-                        })?
-                    }
-                    Layout::Toml(table) => ws.toml(&entry.file.path, |doc| {
-                        doc.disable_entry(table, &entry.name)
-                    })?,
-                };
-                if changed {
-                    names.push(entry.name.clone());
-                }
-            }
-        }
-        SwitchOff::EntryFlag => {
-            for entry in &others {
-                let changed = match &entry.file.layout {
-                    Layout::Json(path) => {
-                        let path: Vec<&str> = path.iter().map(String::as_str).collect();
-                        ws.json(&entry.file.path, NEW_JSON, |doc| {
-                            doc.disable_entry(&path, &entry.name)
+                            if move_out {
+                                doc.remove_entry(&path, &entry.name)
+                            } else {
+                                doc.disable_entry(&path, &entry.name)
+                            }
                         })?
                     }
                     Layout::Toml(table) => ws.toml(&entry.file.path, |doc| {
