@@ -50,6 +50,23 @@ else
   fail "hostile downstream image" "$(tail -3 "$work/hostile-build.log")"
 fi
 
+# --- sidecar: a real third-party stdio server in its own container ---------------------------
+# mcp-server-time behind mcp-proxy (scripts/build-sidecar-image, FROM scratch, cached by content),
+# started by the shipped compose profile `sidecars` and named in CODE_EXECUTOR_SERVERS.
+if sidecar_image=$(scripts/build-sidecar-image 2>"$work/sidecar-build.log"); then
+  export CODE_EXECUTOR_SIDECAR_TIME_IMAGE=$sidecar_image
+  export COMPOSE_PROFILES=sidecars
+  CODE_EXECUTOR_SERVERS=$(python3 -c 'import json, os
+servers = json.loads(os.environ.get("CODE_EXECUTOR_SERVERS") or "{}")
+servers["time"] = {"type": "http", "url": "http://time:8000/mcp"}
+print(json.dumps(servers))')
+  export CODE_EXECUTOR_SERVERS
+  grep '^sidecar time:' "$work/sidecar-build.log"
+else
+  fail "sidecar image" "$(tail -3 "$work/sidecar-build.log")"
+fi
+# --- end sidecar ---
+
 # The operator's two choices: a token file readable by uid 1001, and where to publish.
 head -c 48 /dev/urandom | base64 | tr -d '/+=\n' > "$work/http_token"
 chmod 0444 "$work/http_token"
@@ -243,6 +260,12 @@ else
     mcp downstream-slow
     survives "the slow tool"
   fi
+  # --- sidecar: the real time server called from code (and not reachable by the code itself) ---
+  if [ -n "${CODE_EXECUTOR_SIDECAR_TIME_IMAGE:-}" ]; then
+    mcp sidecar-time
+    survives "the calls to the sidecar"
+  fi
+  # --- end sidecar ---
   relay=$(compose ps -q relay)
   relay_before=$(docker inspect -f '{{.State.StartedAt}} {{.RestartCount}}' "$relay")
   mcp slow-clients
@@ -251,6 +274,24 @@ else
   [ "$relay_now" = "$relay_before" ]
   result $? "relay survives the slow clients" "StartedAt/RestartCount before: $relay_before, after: $relay_now"
 fi
+
+# --- sidecar: the time sidecar's hardening, seen from outside ---------------------------------
+if [ -n "${CODE_EXECUTOR_SIDECAR_TIME_IMAGE:-}" ]; then
+  tid=$(compose ps -q time)
+  read -r t_user t_ro t_caps t_nnp t_mem t_pids t_ports t_nets < <(docker inspect -f \
+    '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{json .HostConfig.CapDrop}} {{json .HostConfig.SecurityOpt}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}} {{json .NetworkSettings.Ports}} {{range $n, $_ := .NetworkSettings.Networks}}{{$n}},{{end}}' "$tid")
+  t_procs=$(docker top "$tid" -eo uid,args | awk 'NR > 1 {print $1}' | sort | uniq -c | tr -s ' \n' ' ')
+  [ "$t_user" = 10001:10001 ] && [ "$t_ro" = true ] && [ "$t_caps" = '["ALL"]' ] \
+    && [ "$t_nnp" = '["no-new-privileges:true"]' ] && [ "$t_mem" -gt 0 ] && [ "$t_pids" -gt 0 ] \
+    && ! grep -q HostPort <<<"$t_ports" && [ "$t_nets" = "${project}_inner," ] \
+    && grep -q 'mcp_server_time' < <(docker top "$tid" -eo args) && [[ $t_procs =~ ^\ ?[0-9]+\ 10001\ ?$ ]]
+  result $? "time sidecar hardened" "user $t_user, read-only $t_ro, cap_drop $t_caps, $t_nnp, memory $((t_mem / 1048576)) MiB, pids $t_pids, ports $t_ports, networks ${t_nets%,}; processes (count uid): $t_procs"
+  docker exec "$tid" /usr/local/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 443), 3)' >"$work/sidecar-out.log" 2>&1
+  out_rc=$?
+  [ $out_rc -ne 0 ] && grep -Eq 'unreachable|timed out|Errno' "$work/sidecar-out.log"
+  result $? "time sidecar has no route out" "connect to 1.1.1.1:443 from the sidecar: exit $out_rc, $(tail -1 "$work/sidecar-out.log" | cut -c1-120)"
+fi
+# --- end sidecar ---
 
 echo
 if [ "$failures" -eq 0 ]; then

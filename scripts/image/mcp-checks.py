@@ -4,10 +4,11 @@
 
 CHECK is one of: auth, hostile, hostile-python, memory-bomb, alive, landlock, host-origin,
 module-loader, disk-limit, webgpu, downstream-schema, downstream-answers, downstream-slow,
-slow-clients. Prints one `PASS name: detail` or `FAIL name: detail` line per check and exits 1 if
-any failed. The client is the official MCP Python SDK over streamable HTTP, with the bearer token
-the appliance requires. The downstream-* checks expect the hostile server of tests/docker/ as
-the downstream server `hostile` (test-docker-security.sh starts it).
+slow-clients, sidecar-time. Prints one `PASS name: detail` or `FAIL name: detail` line per check
+and exits 1 if any failed. The client is the official MCP Python SDK over streamable HTTP, with
+the bearer token the appliance requires. The downstream-* checks expect the hostile server of tests/docker/ as
+the downstream server `hostile` (test-docker-security.sh starts it); sidecar-time expects the
+sidecar `time` (compose profile `sidecars`) as the downstream server `time`.
 
 Checks assert refusals and survival, never the wording of a refusal (other than the "disk limit"
 the sandbox promises): what the server says when it refuses may change, that it refuses may not.
@@ -598,6 +599,55 @@ def slow_clients() -> None:
     report("slow clients without the token do not starve one with it", ok, detail)
 
 
+# --- sidecar: the real third-party server mcp-server-time behind mcp-proxy (profile `sidecars`) ---
+SIDECAR_TIME_TS = r"""
+const out = {};
+for (const zone of ["UTC", "Europe/Paris"]) {
+  try {
+    const r = await callMCPTool("mcp__time__get_current_time", { timezone: zone });
+    const text = typeof r === "string" ? r : (r?.content?.[0]?.text ?? JSON.stringify(r));
+    out[zone] = text.trim().startsWith("{") ? JSON.parse(text) : (r?.datetime ? r : { raw: text });
+  } catch (e) { out[zone] = { error: String(e?.message ?? e).slice(0, 300) }; }
+}
+// The sidecar is reachable through callMCPTool only, never by the code itself.
+try { const f = await fetch("http://time:8000/status"); out.fetch = "ALLOWED: " + f.status; }
+catch (e) { out.fetch = "refused: " + String(e?.name ?? e); }
+out
+"""
+
+
+def sidecar_time() -> None:
+    """Code calls get_current_time of the `time` sidecar: the answers are the current time (within
+    two minutes of this clock) in UTC and in Europe/Paris, with the offset the tz database gives;
+    the same code's own fetch of the sidecar is refused."""
+    from datetime import datetime, timezone
+    from zoneinfo import ZoneInfo
+
+    allowed = ["mcp__time__get_current_time"]
+    r = run("executeTypescript", SIDECAR_TIME_TS, timeout_ms=60000, allowed=allowed)
+    answers = r.get("result") if isinstance(r.get("result"), dict) else {}
+    now = datetime.now(timezone.utc)
+    details, ok = [], bool(r.get("success"))
+    for zone in ("UTC", "Europe/Paris"):
+        answer = answers.get(zone) or {}
+        try:
+            when = datetime.fromisoformat(str(answer.get("datetime")))
+            skew = abs((when - now).total_seconds())
+            offset_ok = when.utcoffset() == now.astimezone(ZoneInfo(zone)).utcoffset()
+            good = answer.get("timezone") == zone and skew < 120 and offset_ok
+            details.append(f"{zone}: {answer.get('datetime')} ({skew:.1f} s from this clock, offset {when.utcoffset()})")
+        except (TypeError, ValueError):
+            good = False
+            details.append(f"{zone}: no time in {json.dumps(answer)[:200]}")
+        ok = ok and good
+    fetched = str(answers.get("fetch"))
+    ok = ok and fetched.startswith("refused")
+    details.append(f"fetch http://time:8000/status from code: {fetched[:80]}")
+    if not r.get("success"):
+        details.append(f"error: {str(r.get('error'))[:200]}")
+    report("code calls the real time server through its sidecar, cannot reach it itself", ok, "; ".join(details))
+
+
 CHECK_FUNCTIONS = {
     "landlock": landlock,
     "host-origin": host_origin,
@@ -608,6 +658,7 @@ CHECK_FUNCTIONS = {
     "downstream-answers": downstream_answers,
     "downstream-slow": downstream_slow,
     "slow-clients": slow_clients,
+    "sidecar-time": sidecar_time,
 }
 
 
