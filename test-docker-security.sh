@@ -280,11 +280,11 @@ if [ -n "${CODE_EXECUTOR_SIDECAR_TIME_IMAGE:-}" ]; then
   tid=$(compose ps -q time)
   read -r t_user t_ro t_caps t_nnp t_mem t_pids t_ports t_nets < <(docker inspect -f \
     '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{json .HostConfig.CapDrop}} {{json .HostConfig.SecurityOpt}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}} {{json .NetworkSettings.Ports}} {{range $n, $_ := .NetworkSettings.Networks}}{{$n}},{{end}}' "$tid")
-  t_procs=$(docker top "$tid" -eo uid,args | awk 'NR > 1 {print $1}' | sort | uniq -c | tr -s ' \n' ' ')
+  t_procs=$(docker top "$tid" -eo pid,uid | awk 'NR > 1 {print $2}' | sort | uniq -c | tr -s ' \n' ' ')
   [ "$t_user" = 10001:10001 ] && [ "$t_ro" = true ] && [ "$t_caps" = '["ALL"]' ] \
     && [ "$t_nnp" = '["no-new-privileges:true"]' ] && [ "$t_mem" -gt 0 ] && [ "$t_pids" -gt 0 ] \
     && ! grep -q HostPort <<<"$t_ports" && [ "$t_nets" = "${project}_inner," ] \
-    && grep -q 'mcp_server_time' < <(docker top "$tid" -eo args) && [[ $t_procs =~ ^\ ?[0-9]+\ 10001\ ?$ ]]
+    && docker top "$tid" -eo pid,args | grep -Eq '^ *[0-9]+ +/usr/local/bin/python3 -m mcp_server_time' && [[ $t_procs =~ ^\ ?[0-9]+\ 10001\ ?$ ]]
   result $? "time sidecar hardened" "user $t_user, read-only $t_ro, cap_drop $t_caps, $t_nnp, memory $((t_mem / 1048576)) MiB, pids $t_pids, ports $t_ports, networks ${t_nets%,}; processes (count uid): $t_procs"
   docker exec "$tid" /usr/local/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 443), 3)' >"$work/sidecar-out.log" 2>&1
   out_rc=$?
