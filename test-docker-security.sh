@@ -6,7 +6,8 @@
 # outside (the real MCP endpoint with the official Python SDK, docker inspect). A hostile
 # downstream MCP server (tests/docker/) runs beside it on the `inner` network, added by the
 # override tests/docker/compose.hostile.yaml and named to the appliance through
-# CODE_EXECUTOR_SERVERS, as an operator would.
+# CODE_EXECUTOR_SERVERS, as an operator would; so does the real third-party server mcp-server-time,
+# a sidecar of the shipped compose profile `sidecars` (image from scripts/build-sidecar-image).
 #
 #   scripts/build-image && ./test-docker-security.sh
 #
@@ -284,7 +285,8 @@ if [ -n "${CODE_EXECUTOR_SIDECAR_TIME_IMAGE:-}" ]; then
   [ "$t_user" = 10001:10001 ] && [ "$t_ro" = true ] && [ "$t_caps" = '["ALL"]' ] \
     && [ "$t_nnp" = '["no-new-privileges:true"]' ] && [ "$t_mem" -gt 0 ] && [ "$t_pids" -gt 0 ] \
     && ! grep -q HostPort <<<"$t_ports" && [ "$t_nets" = "${project}_inner," ] \
-    && docker top "$tid" -eo pid,args | grep -Eq '^ *[0-9]+ +/usr/local/bin/python3 -m mcp_server_time' && [[ $t_procs =~ ^\ ?[0-9]+\ 10001\ ?$ ]]
+    && docker top "$tid" -eo pid,args | grep -Eq '^ *[0-9]+ +/usr/local/bin/python3 -m mcp_server_time' \
+    && [[ $t_procs =~ ^\ ?[0-9]+\ 10001\ ?$ ]]
   result $? "time sidecar hardened" "user $t_user, read-only $t_ro, cap_drop $t_caps, $t_nnp, memory $((t_mem / 1048576)) MiB, pids $t_pids, ports $t_ports, networks ${t_nets%,}; processes (count uid): $t_procs"
   docker exec "$tid" /usr/local/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 443), 3)' >"$work/sidecar-out.log" 2>&1
   out_rc=$?
