@@ -22,7 +22,9 @@ import re
 import sys
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import anyio
 import httpx2
@@ -620,13 +622,10 @@ def sidecar_time() -> None:
     """Code calls get_current_time of the `time` sidecar: the answers are the current time (within
     two minutes of this clock) in UTC and in Europe/Paris, with the offset the tz database gives;
     the same code's own fetch of the sidecar is refused."""
-    from datetime import datetime, timezone
-    from zoneinfo import ZoneInfo
-
     allowed = ["mcp__time__get_current_time"]
     r = run("executeTypescript", SIDECAR_TIME_TS, timeout_ms=60000, allowed=allowed)
     answers = r.get("result") if isinstance(r.get("result"), dict) else {}
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     details, ok = [], bool(r.get("success"))
     for zone in ("UTC", "Europe/Paris"):
         answer = answers.get(zone) or {}
