@@ -21,6 +21,7 @@ import asyncio
 import json
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -614,7 +615,13 @@ outcome
 
 
 def egress_allowed() -> None:
-    r = remote_ping("allowed")
+    # The remote server may still be starting (its Python takes seconds): up to 30 s of retries,
+    # past the pool's retry window for a failed server.
+    for _ in range(6):
+        r = remote_ping("allowed")
+        if "pong" in json.dumps(r["answer"]):
+            break
+        time.sleep(6)
     ok = r["success"] is True and "pong" in json.dumps(r["answer"]) and not r["error"]
     report("remote server on the allow-list reached through the proxy", ok,
            f"mcp__allowed__ping from TypeScript: answer={json.dumps(r['answer'])[:120]} error={r['error']!r}")
