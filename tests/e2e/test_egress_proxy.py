@@ -168,7 +168,7 @@ def test_remote_servers_are_reached_through_the_proxy(remote) -> None:
     client, servers, proxy = remote
     for server in ("remote", "legacy"):
         ex = ok(client, reverse(server, f"via {server}"), allowed=[tool_name(server, "*")])
-        assert ex.result == {"reversed": f"{server} aiv"}, ex.describe()
+        assert ex.result == {"reversed": f"via {server}"[::-1]}, ex.describe()
     seen = proxy.requests()
     streamable = [r for r in seen if r["host"] == "mcp.remote.test"]
     sse = [r for r in seen if r["host"] == "sse.remote.test"]
