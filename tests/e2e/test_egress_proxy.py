@@ -13,10 +13,7 @@ on its allow-list, and records every request."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,8 +22,8 @@ from urllib.parse import urlsplit
 import pytest
 
 import harness
-from harness import E2EEnv, McpClient, ok, run_ts, tool_name
-from test_oauth import LOGIN_HINT, SERVER, login, servers, status  # noqa: F401 - `servers` is a fixture
+from harness import E2EEnv, McpClient, ok, tool_name
+from test_oauth import SERVER, login, servers, status  # noqa: F401 - `servers` is a fixture
 from test_sse import SseServer
 
 pytestmark = pytest.mark.needs_binary
