@@ -47,6 +47,9 @@ if hostile_image=$(tests/docker/build-hostile-image "$python" 2>"$work/hostile-b
   export CODE_EXECUTOR_HOSTILE_IMAGE=$hostile_image
   export CODE_EXECUTOR_SERVERS='{"hostile": {"type": "http", "url": "http://hostile:8000/mcp"}}'
   files+=(-f tests/docker/compose.hostile.yaml)
+  # egress: the hostile server and the time sidecar are on `inner`, reached directly, not through
+  # the egress proxy.
+  export CODE_EXECUTOR_NO_PROXY=localhost,127.0.0.1,executor,relay,time,hostile
 else
   fail "hostile downstream image" "$(tail -3 "$work/hostile-build.log")"
 fi
@@ -294,6 +297,65 @@ if [ -n "${CODE_EXECUTOR_SIDECAR_TIME_IMAGE:-}" ]; then
   result $? "time sidecar has no route out" "connect to 1.1.1.1:443 from the sidecar: exit $out_rc, $(tail -1 "$work/sidecar-out.log" | cut -c1-120)"
 fi
 # --- end sidecar ---
+# --- egress: remote servers only through the egress proxy -----------------------------------
+# The `egress` profile of compose.yaml with the proxy image (scripts/build-proxy-image) and
+# tests/docker/compose.egress.yaml: two "remote" MCP servers (the hostile server's image) on the
+# network `outside`, to which only the proxy is attached, and an allow-list naming one of them.
+# The executor is restarted with both as downstream servers, the operator's way.
+if [ -x "$python" ] && [ -n "${CODE_EXECUTOR_HOSTILE_IMAGE:-}" ]; then
+  egress_image=${CODE_EXECUTOR_EGRESS_IMAGE:-code-executor-egress:latest}
+  egress_built=""
+  if ! docker image inspect "$egress_image" >/dev/null 2>&1; then
+    egress_start=$(date +%s)
+    scripts/build-proxy-image "$egress_image" >"$work/egress-build.log" 2>&1
+    egress_built=" (built in $(($(date +%s) - egress_start)) s)"
+  fi
+  if docker image inspect "$egress_image" >/dev/null 2>&1; then
+    export CODE_EXECUTOR_EGRESS_IMAGE=$egress_image COMPOSE_PROFILES=${COMPOSE_PROFILES:+$COMPOSE_PROFILES,}egress
+    printf '# allow-list of the container suite: one host a line\nmcp.allowed.example\n' >"$work/egress-allow.txt"
+    export CODE_EXECUTOR_EGRESS_ALLOW_FILE=$work/egress-allow.txt
+    files+=(-f tests/docker/compose.egress.yaml)
+    saved_servers=$CODE_EXECUTOR_SERVERS
+    export CODE_EXECUTOR_SERVERS='{"hostile": {"type": "http", "url": "http://hostile:8000/mcp"}, "allowed": {"type": "http", "url": "http://mcp.allowed.example:8000/mcp"}, "denied": {"type": "http", "url": "http://mcp.denied.example:8000/mcp"}}'
+    compose up -d >"$work/up-egress.log" 2>&1 || sed 's/^/  up: /' "$work/up-egress.log"
+    cid=$(compose ps -q executor)
+    egress=$(compose ps -q egress)
+    wait_healthy
+
+    # The proxy container, hardened like the others.
+    read -r e_user e_ro e_caps e_sec e_mem e_pids < <(docker inspect -f '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}}' "$egress" | tr -d '[]')
+    e_shell=$(docker exec "$egress" /bin/sh -c true 2>&1 | grep -o 'no such file or directory' | head -1)
+    e_size=$(docker image inspect -f '{{.Size}}' "$egress_image")
+    [ "$e_user" = 10080:10080 ] && [ "$e_ro" = true ] && [ "$e_caps" = ALL ] && [ "$e_sec" = no-new-privileges:true ] \
+      && [ -n "$e_shell" ] && [ "$e_mem" -gt 0 ] && [ "$e_pids" -gt 0 ]
+    result $? "egress proxy hardened" "image $egress_image, $((e_size / 1024)) KiB$egress_built; user $e_user, read-only $e_ro, cap_drop $e_caps, $e_sec, memory $((e_mem / 1048576)) MiB, pids $e_pids, /bin/sh: ${e_shell:-exists}"
+
+    # The executor is on `inner` only; only the proxy joins `outside`, where the remote servers are.
+    e_nets=$(docker inspect -f '{{range $n, $_ := .NetworkSettings.Networks}}{{$n}} {{end}}' "$cid")
+    p_nets=$(docker inspect -f '{{range $n, $_ := .NetworkSettings.Networks}}{{$n}} {{end}}' "$egress")
+    [ "$e_nets" = "${project}_inner " ] && grep -q "${project}_outside" <<<"$p_nets" && grep -q "${project}_egress" <<<"$p_nets"
+    result $? "executor on inner only, the proxy the only way out" "executor: $e_nets; egress: $p_nets"
+
+    mcp egress-allowed egress-denied egress-sandbox
+    docker logs "$egress" >"$work/egress.log" 2>&1
+    via=$(grep -c 'Request (file descriptor [0-9]*): POST http://mcp.allowed.example:8000/mcp' "$work/egress.log")
+    refused=$(grep -c 'refused on filtered domain "mcp.denied.example"' "$work/egress.log")
+    direct=$(grep -c 'http://hostile:' "$work/egress.log")
+    [ "$via" -ge 1 ] && [ "$refused" -ge 1 ] && [ "$direct" = 0 ]
+    result $? "the proxy's log: the allowed server through it, the other refused, inner sidecars not" \
+      "requests to mcp.allowed.example: $via; refused mcp.denied.example: $refused; requests for hostile (in NO_PROXY): $direct; $(grep -m1 'refused on filtered' "$work/egress.log" | cut -c1-140)"
+
+    # An allow-list that is not there stops the proxy from being created, loudly.
+    missing=$(CODE_EXECUTOR_EGRESS_ALLOW_FILE=$work/no-such-allow-list compose run --rm --no-deps egress 2>&1 </dev/null)
+    missing_rc=$?
+    [ $missing_rc -ne 0 ] && grep -q 'no-such-allow-list' <<<"$missing" && [ ! -e "$work/no-such-allow-list" ]
+    result $? "a missing allow-list refuses to start the proxy" "exit $missing_rc: $(grep -m1 -o 'bind source path.*' <<<"$missing" | cut -c1-160)"
+    export CODE_EXECUTOR_SERVERS=$saved_servers
+  else
+    fail "egress proxy image" "$(tail -3 "$work/egress-build.log")"
+  fi
+fi
+# --- end egress
 
 echo
 if [ "$failures" -eq 0 ]; then

@@ -4,11 +4,14 @@
 
 CHECK is one of: auth, hostile, hostile-python, memory-bomb, alive, landlock, host-origin,
 module-loader, disk-limit, webgpu, downstream-schema, downstream-answers, downstream-slow,
-slow-clients, sidecar-time. Prints one `PASS name: detail` or `FAIL name: detail` line per check
-and exits 1 if any failed. The client is the official MCP Python SDK over streamable HTTP, with
-the bearer token the appliance requires. The downstream-* checks expect the hostile server of tests/docker/ as
-the downstream server `hostile` (test-docker-security.sh starts it); sidecar-time expects the
-sidecar `time` (compose profile `sidecars`) as the downstream server `time`.
+slow-clients, sidecar-time, egress-allowed, egress-denied, egress-sandbox. Prints one
+`PASS name: detail` or `FAIL name: detail` line per check and exits 1 if any failed. The client
+is the official MCP Python SDK over streamable HTTP, with the bearer token the appliance
+requires. The downstream-* checks expect the hostile server of tests/docker/ as the downstream
+server `hostile` (test-docker-security.sh starts it); sidecar-time expects the sidecar `time`
+(compose profile `sidecars`) as the downstream server `time`; the egress-* checks expect the
+remote servers `allowed` and `denied` of tests/docker/compose.egress.yaml, reached through the
+`egress` proxy.
 
 Checks assert refusals and survival, never the wording of a refusal (other than the "disk limit"
 the sandbox promises): what the server says when it refuses may change, that it refuses may not.
@@ -20,6 +23,7 @@ import asyncio
 import json
 import re
 import sys
+import time
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
@@ -596,6 +600,72 @@ async def closed_by_peer(reader: asyncio.StreamReader) -> bool:
         return True
 
 
+# --- egress: remote servers only through the proxy (tests/docker/compose.egress.yaml) ---------
+# Server `allowed` is http://mcp.allowed.example:8000/mcp (on the proxy's allow-list), `denied`
+# http://mcp.denied.example:8000/mcp (not on it). Neither name resolves on `inner`: only the
+# proxy, on the `outside` network, can reach them.
+
+def remote_ping(server: str) -> dict[str, Any]:
+    code = f"""
+let answer = null, error = null;
+try {{ answer = await callMCPTool("mcp__{server}__ping", {{}}); }}
+catch (e) {{ error = String(e?.message ?? e).slice(0, 400); }}
+const outcome = {{ answer, error }};
+outcome
+"""
+    r = run("executeTypescript", code, timeout_ms=60000, allowed=[f"mcp__{server}__ping"])
+    res = r.get("result") if isinstance(r.get("result"), dict) else {}
+    return {"success": r.get("success"), "answer": res.get("answer"), "error": res.get("error") or r.get("error")}
+
+
+def egress_allowed() -> None:
+    # The remote server may still be starting (its Python takes seconds): up to 30 s of retries,
+    # past the pool's retry window for a failed server.
+    for _ in range(6):
+        r = remote_ping("allowed")
+        if "pong" in json.dumps(r["answer"]):
+            break
+        time.sleep(6)
+    ok = r["success"] is True and "pong" in json.dumps(r["answer"]) and not r["error"]
+    report("remote server on the allow-list reached through the proxy", ok,
+           f"mcp__allowed__ping from TypeScript: answer={json.dumps(r['answer'])[:120]} error={r['error']!r}")
+
+
+def egress_denied() -> None:
+    r = remote_ping("denied")
+    error = str(r["error"] or "")
+    # The call fails, and the error says why: the proxy answered 403 (tinyproxy's "Filtered").
+    ok = r["success"] is True and r["answer"] is None and ("403" in error or "Forbidden" in error)
+    report("remote server not on the allow-list refused by the proxy, clearly", ok,
+           f"mcp__denied__ping from TypeScript: answer={json.dumps(r['answer'])[:120]} error={error[:300]!r}")
+
+
+EGRESS_SANDBOX_TS = r"""
+const attempts = {};
+async function attempt(name, fn) {
+  try { attempts[name] = "ALLOWED: " + String(await fn()).slice(0, 120); }
+  catch (e) { attempts[name] = "refused: " + (e?.name ?? "Error") + ": " + String(e?.message ?? e).slice(0, 80); }
+}
+await attempt("fetch http://egress:8888/", () => fetch("http://egress:8888/").then((r) => r.status));
+await attempt("fetch through the proxy (absolute URL)", () => fetch("http://egress:8888/http://mcp.allowed.example:8000/mcp").then((r) => r.status));
+await attempt("fetch http://mcp.allowed.example:8000/mcp", () => fetch("http://mcp.allowed.example:8000/mcp").then((r) => r.status));
+await attempt("Deno.connect egress:8888", () => Deno.connect({ hostname: "egress", port: 8888 }).then((c) => { c.close(); return "connected"; }));
+await attempt("Deno.env HTTPS_PROXY", () => Deno.env.get("HTTPS_PROXY"));
+await attempt("import via http://egress:8888", () => import("http://egress:8888/x.js").then((m) => Object.keys(m)));
+attempts
+"""
+
+
+def egress_sandbox() -> None:
+    r = run("executeTypescript", EGRESS_SANDBOX_TS, timeout_ms=60000)
+    attempts = r.get("result") if isinstance(r.get("result"), dict) else {}
+    allowed = {k: v for k, v in attempts.items() if not str(v).startswith("refused")}
+    report("sandboxed code cannot reach the egress proxy or its variables", bool(attempts) and not allowed,
+           f"{len(attempts)} attempts, allowed: {allowed or 'none'}; "
+           + "; ".join(f"{k}: {v}" for k, v in list(attempts.items())[:3])
+           if attempts else f"no attempt report: {json.dumps(r)[:300]}")
+
+
 def slow_clients() -> None:
     ok, detail = asyncio.run(slow_clients_async())
     report("slow clients without the token do not starve one with it", ok, detail)
@@ -658,6 +728,9 @@ CHECK_FUNCTIONS = {
     "downstream-slow": downstream_slow,
     "slow-clients": slow_clients,
     "sidecar-time": sidecar_time,
+    "egress-allowed": egress_allowed,
+    "egress-denied": egress_denied,
+    "egress-sandbox": egress_sandbox,
 }
 
 

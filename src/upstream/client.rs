@@ -19,7 +19,9 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVers
 use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::transport::auth::AuthClient;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
 use tokio::io::AsyncReadExt;
@@ -193,7 +195,17 @@ impl ConnectFailure {
             ClientInitializeError::ConnectionClosed(_) => {
                 "it exited or closed its connection during the MCP handshake"
             }
-            ClientInitializeError::TransportError { .. } => {
+            ClientInitializeError::TransportError { error, .. } => {
+                if let Some(status) = refused_with(error) {
+                    return ConnectFailure {
+                        public: format!(
+                            "it answered the MCP handshake with {status}{}; see the server log",
+                            proxy_hint()
+                        ),
+                        detail: e.to_string(),
+                        auth: oauth::problem::of_handshake(e),
+                    };
+                }
                 "the connection to it failed during the MCP handshake"
             }
             ClientInitializeError::NoCompatibleProtocolVersion { .. } => {
@@ -206,6 +218,46 @@ impl ConnectFailure {
             detail: e.to_string(),
             auth: oauth::problem::of_handshake(e),
         }
+    }
+}
+
+/// The HTTP status an HTTP server (or the forward proxy in front of it) refused a request with,
+/// as its status line only (`HTTP 403 Forbidden`): never the body, which is the server's words.
+fn refused_with(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::HttpStatus(s)) => return Some(format!("HTTP {}", s.status)),
+            Some(StreamableHttpError::UnexpectedServerResponse(text))
+                if text.starts_with("HTTP ") =>
+            {
+                let line = text.split(':').next().unwrap_or_default();
+                return Some(line.chars().take(48).collect());
+            }
+            _ => {}
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// Said with a refused status when downstream HTTP goes through a forward proxy (the
+/// appliance's `egress` service): the status may be the proxy's, not the server's.
+fn proxy_hint() -> &'static str {
+    let proxied = [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ]
+    .iter()
+    .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+    if proxied {
+        " (from the server or from the forward proxy in HTTP(S)_PROXY, which refuses a host not on its allow-list with 403)"
+    } else {
+        ""
     }
 }
 
@@ -607,6 +659,43 @@ mod tests {
         }
         cap.finish(&mut emit);
         out
+    }
+
+    fn handshake_failure(response: &str) -> ConnectFailure {
+        let error: StreamableHttpError<reqwest::Error> =
+            StreamableHttpError::UnexpectedServerResponse(response.to_owned().into());
+        let error = rmcp::transport::DynamicTransportError::from_parts(
+            "streamable-http",
+            std::any::TypeId::of::<()>(),
+            Box::new(error),
+        );
+        ConnectFailure::handshake(&ClientInitializeError::TransportError {
+            error,
+            context: "send initialize request".into(),
+        })
+    }
+
+    #[test]
+    fn a_refused_handshake_names_the_status_but_not_the_body() {
+        let failure = handshake_failure("HTTP 403 Forbidden: <html>secret-page</html>");
+        assert!(
+            failure
+                .public
+                .starts_with("it answered the MCP handshake with HTTP 403 Forbidden"),
+            "{}",
+            failure.public
+        );
+        assert!(
+            !failure.public.contains("secret-page"),
+            "{}",
+            failure.public
+        );
+        assert!(failure.detail.contains("secret-page"), "{}", failure.detail);
+        let other = handshake_failure("expect initialized, accepted");
+        assert_eq!(
+            other.public,
+            "the connection to it failed during the MCP handshake; see the server log"
+        );
     }
 
     #[test]
