@@ -35,8 +35,8 @@ pub async fn relay(listener: TcpListener, target: String, shutdown: Cancellation
     let resolve = move || {
         let target = target.clone();
         async move {
-            let addresses = tokio::net::lookup_host(&*target).await?;
-            Ok::<_, io::Error>((target, addresses.collect::<Vec<_>>()))
+            let addresses: Vec<SocketAddr> = tokio::net::lookup_host(&*target).await?.collect();
+            Ok::<_, io::Error>((target, addresses))
         }
     };
     relay_resolving(listener, resolve, shutdown).await;

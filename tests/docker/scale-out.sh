@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 image=${CODE_EXECUTOR_IMAGE:-code-executor:latest}
 replicas=${REPLICAS:-3}
 clients=${CLIENTS:-36}
-executions=${EXECUTIONS:-360}
+executions=${EXECUTIONS:-240}
 project=cexecscale$$
 work=$(mktemp -d)
 python=${PYTHON:-$PWD/.venv/bin/python}
