@@ -2,9 +2,17 @@
 //! (Docker publishes no port of a container that is only on an internal network), forwarding
 //! each TCP connection to it. It reads nothing it forwards, and closes a connection as soon as
 //! the server closes its side, so a silent client holds a relayed connection no longer than the
-//! server lets it.
+//! server lets it (and a client's keep-alive connection ends with the server it was carried to).
+//!
+//! The target's name is resolved for every connection, so replicas that come and go are found
+//! (with `docker compose up --scale executor=3` Docker's DNS answers with every replica's
+//! address). Connections take the addresses in turn (round-robin), and when an address refuses
+//! or does not answer in time the next one is tried, so a dead replica costs no new connection.
 
+use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -14,14 +22,37 @@ use tokio_util::sync::CancellationToken;
 
 /// Connections the relay carries at once; further ones wait to be accepted.
 const MAX_RELAYED: usize = 256;
-/// How long connecting to the target may take.
+/// How long connecting to the target may take, every address tried included.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long connecting to one address of the target may take before the next is tried (a
+/// replica on the same network answers in milliseconds; a gone one may not answer at all).
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Forwards every TCP connection accepted on `listener` to `target` (`host:port`, resolved
-/// per connection so a restarted server is found again) until `shutdown`.
+/// per connection so a restarted server, or a new replica, is found) until `shutdown`.
 pub async fn relay(listener: TcpListener, target: String, shutdown: CancellationToken) {
-    let slots = Arc::new(Semaphore::new(MAX_RELAYED));
     let target: Arc<str> = target.into();
+    let resolve = move || {
+        let target = target.clone();
+        async move {
+            let addresses: Vec<SocketAddr> = tokio::net::lookup_host(&*target).await?.collect();
+            Ok::<_, io::Error>((target, addresses))
+        }
+    };
+    relay_resolving(listener, resolve, shutdown).await;
+}
+
+/// [`relay`] with the resolution of the target given: `resolve` names the target (for the log)
+/// and lists its addresses, anew for each connection.
+async fn relay_resolving<R, F>(listener: TcpListener, resolve: R, shutdown: CancellationToken)
+where
+    R: Fn() -> F + Send + Sync + 'static,
+    F: Future<Output = io::Result<(Arc<str>, Vec<SocketAddr>)>> + Send + 'static,
+{
+    let slots = Arc::new(Semaphore::new(MAX_RELAYED));
+    let resolve = Arc::new(resolve);
+    // Which address the next connection starts with (taken modulo the number of addresses).
+    let turns = Arc::new(AtomicUsize::new(0));
     loop {
         let permit = tokio::select! {
             permit = slots.clone().acquire_owned() => permit.expect("never closed"),
@@ -38,20 +69,26 @@ pub async fn relay(listener: TcpListener, target: String, shutdown: Cancellation
             },
             _ = shutdown.cancelled() => return,
         };
-        let target = target.clone();
+        let resolve = resolve.clone();
+        let turn = turns.fetch_add(1, Ordering::Relaxed);
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let outbound =
-                tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&*target)).await;
-            let mut outbound = match outbound {
+            let connected = tokio::time::timeout(CONNECT_TIMEOUT, async {
+                let (target, addresses) = resolve().await?;
+                connect_in_turn(addresses, turn)
+                    .await
+                    .map_err(|e| io::Error::new(e.kind(), format!("{target}: {e}")))
+            })
+            .await;
+            let mut outbound = match connected {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(e)) => {
-                    tracing::warn!(%peer, "relay: cannot reach {target}: {e}");
+                    tracing::warn!(%peer, "relay: cannot reach the target: {e}");
                     return;
                 }
                 Err(_) => {
-                    tracing::warn!(%peer, "relay: {target} did not answer in time");
+                    tracing::warn!(%peer, "relay: the target did not answer in time");
                     return;
                 }
             };
@@ -61,6 +98,27 @@ pub async fn relay(listener: TcpListener, target: String, shutdown: Cancellation
             }
         });
     }
+}
+
+/// Connects to one of `addresses`, starting with the one whose turn it is and trying the next
+/// one when an address refuses or does not answer within [`ATTEMPT_TIMEOUT`]. The addresses are
+/// sorted first: the resolver may list them in any order, the turns must still go round them.
+async fn connect_in_turn(mut addresses: Vec<SocketAddr>, turn: usize) -> io::Result<TcpStream> {
+    addresses.sort();
+    addresses.dedup();
+    if addresses.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::NotFound, "no address"));
+    }
+    let first = turn % addresses.len();
+    let mut failures = Vec::new();
+    for address in addresses[first..].iter().chain(&addresses[..first]) {
+        match tokio::time::timeout(ATTEMPT_TIMEOUT, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => return Ok(stream),
+            Ok(Err(e)) => failures.push(format!("{address}: {e}")),
+            Err(_) => failures.push(format!("{address}: no answer in {ATTEMPT_TIMEOUT:?}")),
+        }
+    }
+    Err(io::Error::other(failures.join("; ")))
 }
 
 /// Carries bytes both ways until the target closes its side (or either side fails). A client
@@ -125,6 +183,161 @@ mod tests {
         }
         shutdown.cancel();
         task.await.unwrap();
+    }
+
+    /// A real target that greets every connection with its `name`, then echoes.
+    async fn named_target(ip: &str, name: u8) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind((ip, 0)).await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if s.write_all(&[name]).await.is_err() {
+                        return;
+                    }
+                    let mut buf = vec![0u8; 1024];
+                    while let Ok(n) = s.read(&mut buf).await {
+                        if n == 0 || s.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        (address, task)
+    }
+
+    /// A relay in front of a target that always resolves to `addresses` (as Docker's DNS
+    /// answers for a service with several replicas).
+    async fn relay_to(addresses: Vec<SocketAddr>) -> (SocketAddr, CancellationToken) {
+        let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let front_addr = front.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let resolve = move || {
+            let addresses = addresses.clone();
+            async move { Ok((Arc::from("executor:8765"), addresses)) }
+        };
+        tokio::spawn(relay_resolving(front, resolve, shutdown.clone()));
+        (front_addr, shutdown)
+    }
+
+    /// Which target greets a new connection through the relay at `front`.
+    async fn greeting(front: SocketAddr) -> u8 {
+        let mut client = TcpStream::connect(front).await.unwrap();
+        let mut name = [0u8; 1];
+        tokio::time::timeout(Duration::from_secs(10), client.read_exact(&mut name))
+            .await
+            .expect("the relay carried the connection in time")
+            .expect("a target greeted the connection");
+        name[0]
+    }
+
+    #[tokio::test]
+    async fn connections_take_every_address_in_turn() {
+        let mut addresses = Vec::new();
+        for (ip, name) in [
+            ("127.0.0.3", b'c'),
+            ("127.0.0.1", b'a'),
+            ("127.0.0.2", b'b'),
+        ] {
+            addresses.push(named_target(ip, name).await.0);
+        }
+        let (front, shutdown) = relay_to(addresses).await;
+        let mut served = std::collections::BTreeMap::new();
+        for _ in 0..30 {
+            *served.entry(greeting(front).await as char).or_insert(0) += 1;
+        }
+        assert_eq!(
+            served,
+            [('a', 10), ('b', 10), ('c', 10)].into(),
+            "connections per target"
+        );
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn an_address_that_refuses_is_passed_over() {
+        // A replica that is gone: its address refuses connections.
+        let gone = TcpListener::bind("127.0.0.2:0").await.unwrap();
+        let gone_addr = gone.local_addr().unwrap();
+        drop(gone);
+        let (a, _) = named_target("127.0.0.1", b'a').await;
+        let (c, _) = named_target("127.0.0.3", b'c').await;
+        let (front, shutdown) = relay_to(vec![a, gone_addr, c]).await;
+        let mut served = std::collections::BTreeMap::new();
+        for _ in 0..12 {
+            *served.entry(greeting(front).await as char).or_insert(0) += 1;
+        }
+        // Every connection is carried (`greeting` panics otherwise), by the live targets only.
+        assert_eq!(served.values().sum::<i32>(), 12);
+        assert!(served[&'a'] > 0 && served[&'c'] > 0, "served: {served:?}");
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn an_address_that_does_not_answer_is_passed_over() {
+        // A target whose accept queue is full: the kernel drops further connection attempts
+        // without an answer, as for a replica that vanished from the network.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let silent = socket.listen(0).unwrap();
+        let silent_addr = silent.local_addr().unwrap();
+        let mut queued = Vec::new();
+        for _ in 0..16 {
+            match tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(silent_addr))
+                .await
+            {
+                Ok(Ok(stream)) => queued.push(stream),
+                _ => break,
+            }
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), TcpStream::connect(silent_addr))
+                .await
+                .is_err(),
+            "the silent target still answers"
+        );
+        let (b, _) = named_target("127.0.0.2", b'b').await;
+        // Sorted, the silent address (127.0.0.1) comes first: the first connection tries it.
+        let (front, shutdown) = relay_to(vec![b, silent_addr]).await;
+        let started = std::time::Instant::now();
+        assert_eq!(greeting(front).await, b'b');
+        assert!(
+            started.elapsed() >= ATTEMPT_TIMEOUT,
+            "the silent address was tried first"
+        );
+        assert_eq!(greeting(front).await, b'b');
+        shutdown.cancel();
+        drop((silent, queued));
+    }
+
+    #[tokio::test]
+    async fn a_kept_alive_connection_ends_with_its_target() {
+        // Target `a` dies while a client's connection to it is open (a killed replica: the
+        // kernel closes its sockets, and its address refuses from then on).
+        let a_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = a_listener.local_addr().unwrap();
+        let (b, _) = named_target("127.0.0.2", b'b').await;
+        let (front, shutdown) = relay_to(vec![a, b]).await;
+        let mut client = TcpStream::connect(front).await.unwrap();
+        let (mut on_a, _) = a_listener.accept().await.unwrap();
+        on_a.write_all(b"a").await.unwrap();
+        let mut got = [0u8; 1];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"a");
+        drop((on_a, a_listener));
+        // The client learns at once that its connection is over (it is not left waiting)...
+        let mut rest = Vec::new();
+        let ended =
+            tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut rest)).await;
+        assert!(
+            matches!(ended, Ok(Ok(0)) | Ok(Err(_))),
+            "the connection to the dead target is still open: {ended:?}"
+        );
+        // ...and its next connections are carried to the live target.
+        assert_eq!(greeting(front).await, b'b');
+        assert_eq!(greeting(front).await, b'b');
+        shutdown.cancel();
     }
 
     #[tokio::test]

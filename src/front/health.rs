@@ -1,5 +1,5 @@
-//! `health`: its schema and its reply (runtimes, downstream servers, execution counters, recent
-//! errors, whether auditing is on).
+//! `health`: its schema and its reply (which instance answers, runtimes, downstream servers,
+//! execution counters, recent errors, whether auditing is on).
 
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::json;
@@ -40,6 +40,14 @@ pub(super) fn tool() -> Tool {
         .with_raw_output_schema(object(json!({"type": "object"})))
 }
 
+/// Which instance answers, when several replicas serve behind one address: the host name (a
+/// container's or pod's name; nothing secret), or empty where the kernel does not tell it.
+fn instance() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .unwrap_or_default()
+}
+
 pub(super) async fn report(sources: Sources<'_>) -> Result<CallToolResult, String> {
     let servers = directory::servers(sources.upstream).await;
     let failed = servers.iter().filter(|s| s.state == "failed").count();
@@ -65,6 +73,7 @@ pub(super) async fn report(sources: Sources<'_>) -> Result<CallToolResult, Strin
     );
     let health = json!({
         "status": status,
+        "instance": instance(),
         "version": env!("CARGO_PKG_VERSION"),
         "uptimeMs": sources.started.elapsed().as_millis() as u64,
         "runtime": sources.runtime,

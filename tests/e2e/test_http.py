@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,5 @@ def test_foreign_host_is_rejected(http_server: McpClient) -> None:
 def test_server_still_serves_after_rejections(http_server: McpClient) -> None:
     ex = http_server.structured("health", {})
     assert ex["status"] in ("ok", "degraded")
+    # The instance is named (replicas behind one address are told apart by it).
+    assert ex["instance"] == socket.gethostname()
