@@ -120,6 +120,19 @@ for sh in /bin/sh /bin/bash /bin/busybox /usr/bin/env; do
 done
 [ "$sh" = found ] || pass "no shell in the image" "/bin/sh, /bin/bash, /bin/busybox, /usr/bin/env do not exist"
 
+# --- repro: the image's SBOM and its normalized build --------------------------------------
+# Every ELF file of the running image (the exported filesystem of the executor) is listed in the
+# SBOM the image carries, with its SHA-256; and the image is the normalized one scripts/build-image
+# loads (one fixed time everywhere, no builder container or parent image recorded).
+sbom_path=/usr/share/doc/code-executor/sbom.json
+sbom_out=$(docker export "$cid" | python3 scripts/image/sbom check "$sbom_path" 2>&1)
+result $? "SBOM lists every ELF file" "$sbom_path: $(echo "$sbom_out" | tail -5 | tr '\n' ' ')"
+normalized=$(docker image inspect -f '{{.Created}} {{.Container}} {{.Config.Image}} {{.Config.Hostname}}' "$image")
+history_times=$(docker image history --no-trunc --format '{{.CreatedAt}}' "$image" | sort -u | wc -l)
+[ "$(echo "$normalized" | awk '{print NF}')" = 1 ] && [ "$history_times" = 1 ]
+result $? "image normalized (reproducible)" "Created/Container/Config.Image/Config.Hostname: '$normalized'; distinct history times: $history_times"
+# --- end repro
+
 # --- the posture report from inside ---------------------------------------------------------
 docker exec "$cid" /usr/local/bin/code-executor posture --json >"$work/posture.json" 2>"$work/posture.err"
 posture_rc=$?

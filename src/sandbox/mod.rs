@@ -7,7 +7,8 @@
 //! - `pool`: warm workers per language; `pause`: holding back starting workers meanwhile.
 //! - `stage`: the private copy of the wrapper modules a worker may read.
 //! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `seed`: what every
-//!   worker starts from (the verified snapshot and its Deno cache seed).
+//!   worker starts from (the verified snapshot and its Deno cache seed); `sqlite_wal`: the
+//!   seed's SQLite logs made reproducible.
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
 //! - `fs_rules`: the part of the filesystem a Deno process may reach, enforced by the kernel
 //!   (Landlock).
@@ -29,4 +30,5 @@ pub mod runner;
 pub mod runtimes;
 pub mod seed;
 pub mod snapshot;
+mod sqlite_wal;
 pub mod stage;

@@ -25,14 +25,41 @@ pub(crate) struct Artifact {
     pub sha256: &'static str,
 }
 
-/// Deno (V8 + TypeScript), npm package `@deno/linux-x64-glibc`.
-pub(crate) const DENO: Artifact = Artifact {
+/// Deno for this build's architecture (x86-64).
+#[cfg(not(target_arch = "aarch64"))]
+pub(crate) const DENO: Artifact = DENO_LINUX_X64;
+/// Deno for this build's architecture (arm64: refused until its checksum is pinned).
+#[cfg(target_arch = "aarch64")]
+pub(crate) const DENO: Artifact = DENO_LINUX_ARM64;
+
+/// Deno (V8 + TypeScript) for x86-64, npm package `@deno/linux-x64-glibc`.
+#[cfg_attr(target_arch = "aarch64", allow(dead_code))] // the other architecture's entry
+pub(crate) const DENO_LINUX_X64: Artifact = Artifact {
     name: "deno",
     version: "2.9.6",
     file: "deno-linux-x64-glibc-2.9.6.tgz",
     url: "https://registry.npmjs.org/@deno/linux-x64-glibc/-/linux-x64-glibc-2.9.6.tgz",
     sha256: "a6596af07f3570b4f1ffa6783bfee9942aac14a719a601baa6bf5b71bf0105e2",
 };
+
+/// Deno for arm64, npm package `@deno/linux-arm64-glibc`, the same release as the x86-64 one.
+/// Its SHA-256 is not pinned: the tarball has not been seen by this project (the machines that
+/// build it reach neither npm nor a mirror holding it), and a checksum must come from the file
+/// itself, never be trusted on faith. Until it is pinned ([`UNPINNED`]), installing it is
+/// refused with the steps to pin it. To pin: fetch the tarball at `url` on a trusted machine,
+/// compare its `sha512` with the registry's `dist.integrity` for the version, and put its
+/// SHA-256 here.
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))] // the other architecture's entry
+pub(crate) const DENO_LINUX_ARM64: Artifact = Artifact {
+    name: "deno",
+    version: "2.9.6",
+    file: "deno-linux-arm64-glibc-2.9.6.tgz",
+    url: "https://registry.npmjs.org/@deno/linux-arm64-glibc/-/linux-arm64-glibc-2.9.6.tgz",
+    sha256: UNPINNED,
+};
+
+/// The `sha256` of an artifact whose checksum is not known yet: nothing matches it.
+pub(crate) const UNPINNED: &str = "";
 
 /// Pyodide (CPython in WebAssembly), npm package `pyodide`.
 pub(crate) const PYODIDE: Artifact = Artifact {
@@ -66,6 +93,15 @@ pub enum RuntimeError {
         version: &'static str,
         dir: PathBuf,
     },
+    #[error(
+        "{file}: no SHA-256 is pinned for it, so it cannot be verified and is not installed; \
+         fetch {url} on a trusted machine, check it against the registry's integrity value and \
+         pin its SHA-256 in src/sandbox/runtimes.rs"
+    )]
+    Unpinned {
+        file: &'static str,
+        url: &'static str,
+    },
     #[error("{file}: SHA-256 is {actual}, expected {expected}; refusing to install it")]
     ChecksumMismatch {
         file: String,
@@ -94,9 +130,7 @@ pub(crate) fn install_dir(runtime_dir: &Path, artifact: &Artifact) -> PathBuf {
 /// Finds the installed runtimes, without fetching.
 pub(crate) fn locate(runtime_dir: &Path) -> Result<Runtimes, RuntimeError> {
     for artifact in ALL {
-        let dir = install_dir(runtime_dir, &artifact);
-        let marker = std::fs::read_to_string(dir.join(MARKER)).unwrap_or_default();
-        if marker.trim() != artifact.sha256 {
+        if !is_installed(runtime_dir, &artifact) {
             return Err(RuntimeError::NotInstalled {
                 name: artifact.name,
                 version: artifact.version,
@@ -110,12 +144,33 @@ pub(crate) fn locate(runtime_dir: &Path) -> Result<Runtimes, RuntimeError> {
     })
 }
 
+/// Whether `artifact` is installed in `runtime_dir`: its marker holds its pinned SHA-256 (an
+/// unpinned artifact never is, whatever its directory holds).
+fn is_installed(runtime_dir: &Path, artifact: &Artifact) -> bool {
+    let marker = std::fs::read_to_string(install_dir(runtime_dir, artifact).join(MARKER));
+    artifact.sha256 != UNPINNED && marker.is_ok_and(|marker| marker.trim() == artifact.sha256)
+}
+
 /// Installs whatever is missing (from `mirror`, or the npm registry) and returns the paths.
 pub async fn ensure(runtime_dir: &Path, mirror: Option<&Path>) -> Result<Runtimes, RuntimeError> {
-    for artifact in ALL {
-        let dir = install_dir(runtime_dir, &artifact);
-        let marker = std::fs::read_to_string(dir.join(MARKER)).unwrap_or_default();
-        if marker.trim() == artifact.sha256 {
+    install_missing(runtime_dir, mirror, &ALL).await?;
+    locate(runtime_dir)
+}
+
+/// Installs each of `artifacts` that is not installed yet, after verifying it.
+async fn install_missing(
+    runtime_dir: &Path,
+    mirror: Option<&Path>,
+    artifacts: &[Artifact],
+) -> Result<(), RuntimeError> {
+    for &artifact in artifacts {
+        if artifact.sha256 == UNPINNED {
+            return Err(RuntimeError::Unpinned {
+                file: artifact.file,
+                url: artifact.url,
+            });
+        }
+        if is_installed(runtime_dir, &artifact) {
             continue;
         }
         let bytes = match mirror {
@@ -133,7 +188,7 @@ pub async fn ensure(runtime_dir: &Path, mirror: Option<&Path>) -> Result<Runtime
             "runtime installed"
         );
     }
-    locate(runtime_dir)
+    Ok(())
 }
 
 /// The mirror directory from the environment, if set.
@@ -174,6 +229,12 @@ async fn download(artifact: &Artifact) -> Result<Vec<u8>, RuntimeError> {
 
 /// Checks the tarball against its pinned SHA-256.
 pub(crate) fn verify(artifact: &Artifact, bytes: &[u8]) -> Result<(), RuntimeError> {
+    if artifact.sha256 == UNPINNED {
+        return Err(RuntimeError::Unpinned {
+            file: artifact.file,
+            url: artifact.url,
+        });
+    }
     let actual = hex::encode(Sha256::digest(bytes));
     if actual != artifact.sha256 {
         return Err(RuntimeError::ChecksumMismatch {
@@ -229,6 +290,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = locate(dir.path()).unwrap_err().to_string();
         assert!(err.contains("fetch-runtimes"), "{err}");
+    }
+
+    #[test]
+    fn the_unpinned_arm64_deno_is_refused_whatever_its_bytes() {
+        for bytes in [&b""[..], b"any tarball"] {
+            let err = verify(&DENO_LINUX_ARM64, bytes).unwrap_err();
+            assert!(matches!(err, RuntimeError::Unpinned { .. }), "{err}");
+            assert!(err.to_string().contains("linux-arm64-glibc"), "{err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unpinned_artifact_is_never_installed_nor_taken_as_installed() {
+        let target = tempfile::tempdir().unwrap();
+        let mirror = tempfile::tempdir().unwrap();
+        std::fs::write(mirror.path().join(DENO_LINUX_ARM64.file), b"tarball").unwrap();
+        let err = install_missing(target.path(), Some(mirror.path()), &[DENO_LINUX_ARM64])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RuntimeError::Unpinned { .. }), "{err}");
+        assert!(!install_dir(target.path(), &DENO_LINUX_ARM64).exists());
+        // An empty marker (what the unpinned checksum would compare equal to) is no proof.
+        let dir = install_dir(target.path(), &DENO_LINUX_ARM64);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(MARKER), "").unwrap();
+        assert!(!is_installed(target.path(), &DENO_LINUX_ARM64));
     }
 
     #[tokio::test]

@@ -13,6 +13,8 @@ use std::sync::{Arc, RwLock};
 
 use sha2::{Digest, Sha256};
 
+use super::sqlite_wal;
+
 /// What the trusted preparation run made (see [`super::snapshot`]), verified.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Prepared {
@@ -99,7 +101,14 @@ impl CacheSeed {
                 continue;
             };
             if is_seed_file(&name) && entry.file_type()?.is_file() {
-                files.push((name, std::fs::read(entry.path())?));
+                let mut bytes = std::fs::read(entry.path())?;
+                // The logs' random salts would make every seed (and image) differ.
+                if name.ends_with("-wal")
+                    && let Some(normalized) = sqlite_wal::normalize(&bytes)
+                {
+                    bytes = normalized;
+                }
+                files.push((name, bytes));
             }
         }
         files.sort();

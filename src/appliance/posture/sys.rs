@@ -9,7 +9,8 @@ use std::io;
 /// `Ok(())` when a child was created (it has already exited and been waited for).
 pub(crate) fn clone_with_flags(flags: libc::c_int) -> Result<(), io::Error> {
     let flags = (flags | libc::SIGCHLD) as libc::c_ulong;
-    // SAFETY: x86-64 clone(flags, stack = NULL, parent_tid = NULL, child_tid = NULL, tls = 0):
+    // SAFETY: clone(flags, stack = NULL, then three NULL/0 arguments) on x86-64 (parent_tid,
+    // child_tid, tls) and arm64 (parent_tid, tls, child_tid) alike:
     // with a NULL stack the child runs on a copy of the caller's stack, like fork. No pointer
     // is passed, so no memory of ours is touched by the kernel.
     let rc = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) };

@@ -1,5 +1,6 @@
 // 61_snapshot_file.js: the Pyodide memory snapshot file: its format, reading and verifying it
-// (`readSnapshot`), and the `snapshot` mode that writes it (`writeSnapshot`). Relies on 00-02,
+// (`readSnapshot`), and the `snapshot` mode that writes it (`writeSnapshot`), reproducibly
+// (`makeRunReproducible`). Relies on 00-02,
 // `startPyodide` (60); calls `installSandboxModule` (62).
 
 // Snapshot file: "PYSNAP01", SHA-256 of this runner's own URL (so of its source), checksum of
@@ -58,11 +59,47 @@ import pyodide.code, pyodide.ffi
 sys.path.remove("")  # loadPyodide adds it again
 `;
 
+/** Where the snapshot run's clock starts (2020-01-01T00:00:00Z): see `makeRunReproducible`. */
+const SNAPSHOT_CLOCK_START_MS = 1577836800000;
+
+/**
+ * Makes the snapshot a function of its inputs only, so that the image holding it is
+ * reproducible. A Pyodide heap records what it drew from outside while it started and imported
+ * the modules: random bytes (CPython's hash secret, the `random` module's state, its allocator's
+ * cookies; Emscripten takes them from `node:crypto`, or `crypto` outside Node mode) and the
+ * clock (file times of its in-memory filesystem, `time.time()` at import). For this one trusted
+ * run both come from fixed sources: a xorshift stream from a constant seed, and clocks that
+ * start at a fixed instant and advance by one millisecond per reading. Nothing in a snapshot
+ * was ever secret: every worker starts from the same one, and it lies readable in the image;
+ * what must differ per worker is drawn afresh after loading (`random.seed()`, see
+ * `preparePython`; `os.urandom` and `secrets` read the real source then).
+ */
+function makeRunReproducible() {
+  let state = 0x2545f491;
+  const fill = (view) => {
+    const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+    for (let i = 0; i < bytes.length; i++) {
+      state ^= state << 13;
+      state ^= state >>> 17;
+      state ^= state << 5;
+      bytes[i] = state & 0xff;
+    }
+    return view;
+  };
+  globalThis.crypto.getRandomValues = fill;
+  processPrivate.getBuiltinModule("node:crypto").randomFillSync = fill;
+  let wallClock = SNAPSHOT_CLOCK_START_MS;
+  let monotonic = 0;
+  Date.now = () => (wallClock += 1);
+  performance.now = () => (monotonic += 1);
+}
+
 /** Mode `snapshot DIR OUT` (trusted, at install time): writes a snapshot file to OUT. */
 async function writeSnapshot() {
   try {
     const out = launchArgs[2];
     if (typeof out !== "string" || out === "") throw new Error("usage: snapshot <pyodide_dir> <out_file>");
+    makeRunReproducible();
     const py = await startPyodide({ _makeSnapshot: true });
     py.runPython(PY_SNAPSHOT_IMPORTS);
     installSandboxModule(py);
