@@ -204,6 +204,32 @@ bad_rc=$?
 [ $bad_rc -ne 0 ] && grep -q 'CODE_EXECUTOR_TIMEOUT_MS' <<<"$bad"
 result $? "a bad variable stops the first start, named" "exit $bad_rc: $(grep -o 'error:.*' <<<"$bad" | head -1 | cut -c1-200)"
 
+# --- limits: the workers' memory fits the container's -----------------------------------------
+# The shipped limit holds every worker as configured (logged at start); a smaller one makes the
+# server shrink each worker to fit, loudly; one too small for even the smallest workers stops
+# the start with an error naming the settings. (One-off containers of the same service, with
+# CODE_EXECUTOR_MEM_LIMIT as an operator would set it.)
+fit_log=$(docker logs "$cid" 2>&1 | grep -o 'memory: limit [0-9]* MiB holds .*' | head -1)
+[[ "$fit_log" == *"holds 2 x 1536 MiB workers"* ]]
+result $? "the shipped memory limit holds the configured workers" "${fit_log:-no fit line in the log}"
+shrink_name=${project}_limits_shrink
+CODE_EXECUTOR_MEM_LIMIT=3g compose run -d --name "$shrink_name" executor >/dev/null 2>"$work/shrink.log"
+shrunk=""
+for _ in $(seq 1 30); do
+  shrunk=$(docker logs "$shrink_name" 2>&1 | grep -o 'each worker is limited to [0-9]* MiB' | head -1)
+  [ -n "$shrunk" ] && break
+  sleep 1
+done
+shrink_limit=$(docker inspect -f '{{.HostConfig.Memory}}' "$shrink_name" 2>/dev/null)
+docker rm -f "$shrink_name" >/dev/null 2>&1
+[ "$shrunk" = "each worker is limited to 1136 MiB" ] && [ "$shrink_limit" = $((3 * 1024 * 1048576)) ]
+result $? "a smaller memory limit shrinks the workers to fit" "limit ${shrink_limit:-?} bytes: ${shrunk:-no shrink line in the log $(tail -2 "$work/shrink.log")} (expected 1136 = (3072 - 800) / 2)"
+too_small=$(CODE_EXECUTOR_MEM_LIMIT=1g compose run --rm -T executor 2>&1 </dev/null)
+too_small_rc=$?
+[ $too_small_rc -ne 0 ] && grep -q 'max_concurrent_executions' <<<"$too_small" && grep -q 'cannot hold' <<<"$too_small"
+result $? "a memory limit too small for the workers stops the start, naming the settings" "exit $too_small_rc: $(grep -o 'error:.*' <<<"$too_small" | head -1 | cut -c1-260)"
+# --- end limits
+
 # --- through the real MCP endpoint ------------------------------------------------------------
 mcp() { "$python" scripts/image/mcp-checks.py "$url" "$work/http_token" "$@" || failures=$((failures + 1)); }
 if [ ! -x "$python" ]; then
@@ -211,10 +237,16 @@ if [ ! -x "$python" ]; then
 else
   mcp auth hostile hostile-python alive
   started=$(docker inspect -f '{{.State.StartedAt}}' "$cid")
+  # --- limits: the memory bomb meets the worker's own limit, not the container's OOM killer
+  # (mcp-checks.py requires "out of memory" and no signal in the execution's error; here: no
+  # `oom` event of the container while it ran).
+  bomb_mark=$(date +%s)
   mcp memory-bomb alive
+  bomb_ooms=$(docker events --since "$bomb_mark" --until "$(date +%s)" --filter "container=$cid" --filter event=oom --format x | wc -l)
   now=$(docker inspect -f '{{.State.StartedAt}} {{.State.Running}} {{.RestartCount}}' "$cid")
-  [ "$now" = "$started true 0" ]
-  result $? "server survives the memory bomb" "StartedAt/Running/RestartCount: $now"
+  [ "$now" = "$started true 0" ] && [ "$bomb_ooms" = 0 ]
+  result $? "server survives the memory bomb, no OOM kill" "StartedAt/Running/RestartCount: $now; OOM kills during the bomb: $bomb_ooms; limit $(docker inspect -f '{{.HostConfig.Memory}}' "$cid" | awk '{print $1 / 1048576}') MiB"
+  # --- end limits
   bomb=$(docker exec "$cid" /usr/local/bin/code-executor posture-probe fork-bomb 2>&1)
   result $? "fork bomb capped by the pids limit" "$bomb"
   mcp alive

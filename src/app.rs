@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::broker::gate::Gate;
 use crate::broker::{Broker, BrokerConfig, PatternError, Policy, RateQuotas};
 use crate::clients::discovery::{self, Discovery};
+use crate::config::memory_fit;
 use crate::config::settings::Settings;
 use crate::executor::{Executor, Wiring};
 use crate::front::{Front, RuntimeInfo};
@@ -32,6 +33,8 @@ pub enum AppError {
     Policy(#[from] PatternError),
     #[error(transparent)]
     Audit(#[from] AuditError),
+    #[error(transparent)]
+    Memory(#[from] memory_fit::FitError),
 }
 
 /// Everything a subcommand needs.
@@ -52,7 +55,14 @@ pub struct App {
 impl App {
     /// Builds the app. `serving` installs missing runtimes (verified) first and warms the
     /// worker pools; the other subcommands only use what is installed.
-    pub async fn build(settings: Settings, serving: bool) -> Result<App, AppError> {
+    /// A serving process also fits `worker_memory_mb` into its cgroup's memory limit first
+    /// (see [`memory_fit`]), or refuses to start when the settings cannot fit.
+    pub async fn build(mut settings: Settings, serving: bool) -> Result<App, AppError> {
+        let memory = if serving {
+            Some(memory_fit::apply(&mut settings)?)
+        } else {
+            None
+        };
         let fetch = serving;
         let settings = Arc::new(settings);
         let runtimes = if fetch {
@@ -121,6 +131,7 @@ impl App {
             deno: launch::deno_version(&runtimes.deno).await.ok(),
             pyodide: Some(runtimes::PYODIDE.version.to_string()),
             landlock: landlock.describe(),
+            memory,
         };
         let broker = Arc::new(Broker::new(BrokerConfig {
             policy,

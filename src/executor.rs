@@ -243,8 +243,10 @@ impl Executor {
             }
         };
         self.running.fetch_add(1, Ordering::Relaxed);
+        self.metrics.executions_running(1);
         let _running = scopeguard(|| {
             self.running.fetch_sub(1, Ordering::Relaxed);
+            self.metrics.executions_running(-1);
         });
         // The servers `allowedTools` names start connecting while the worker starts; the code
         // waits only for those it calls.
@@ -317,8 +319,10 @@ impl Executor {
             return Ok(permit);
         }
         let queued = self.waiting.fetch_add(1, Ordering::SeqCst);
+        self.metrics.executions_queued(1);
         let _queued = scopeguard(|| {
             self.waiting.fetch_sub(1, Ordering::SeqCst);
+            self.metrics.executions_queued(-1);
         });
         if queued >= self.settings.max_queued_executions {
             return Err(format!(

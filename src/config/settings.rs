@@ -29,6 +29,10 @@ const NOT_SETTINGS: &[&str] = &[
     "oauth_client_secret",
 ];
 
+/// Writable memory a worker's runtime maps besides the V8 heap (thread stacks, allocator arenas,
+/// the JIT), in MiB: `worker_memory_mb` must be at least `heap_limit_mb` plus this.
+pub const RUNTIME_MEMORY_MB: u64 = 768;
+
 /// Environment variable holding the HTTP bearer token itself (`http_token_file` is preferred:
 /// a file keeps the secret out of the process environment).
 pub(crate) const HTTP_TOKEN_ENV: &str = "CODE_EXECUTOR_HTTP_TOKEN";
@@ -312,6 +316,12 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The smallest `worker_memory_mb` accepted: `heap_limit_mb` plus what the runtime itself
+    /// maps ([`RUNTIME_MEMORY_MB`]).
+    pub fn min_worker_memory_mb(&self) -> u64 {
+        u64::from(self.heap_limit_mb) + RUNTIME_MEMORY_MB
+    }
+
     fn check(&self) -> Result<(), SettingsError> {
         let invalid = |field, reason: &str| {
             Err(SettingsError::Invalid {
@@ -331,7 +341,7 @@ impl Settings {
         if !(32..=16_384).contains(&self.heap_limit_mb) {
             return invalid("heap_limit_mb", "must be between 32 and 16384");
         }
-        if self.worker_memory_mb < u64::from(self.heap_limit_mb) + 768 {
+        if self.worker_memory_mb < self.min_worker_memory_mb() {
             return invalid(
                 "worker_memory_mb",
                 "must be at least heap_limit_mb + 768 (the runtime reserves that much)",

@@ -21,6 +21,9 @@ pub struct RuntimeInfo {
     pub pyodide: Option<String>,
     /// What the kernel's Landlock confines in workers (see `sandbox::fs_rules`).
     pub landlock: String,
+    /// The container's memory limit and the per-worker limit fitted under it (serving only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::config::memory_fit::MemoryPlan>,
 }
 
 /// What the report is made of.

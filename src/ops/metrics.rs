@@ -15,6 +15,7 @@ use axum::routing::get;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +69,10 @@ pub struct Metrics {
     tool_calls: Family<ToolCallLabels, Counter>,
     tool_call_seconds: Family<ServerLabels, Histogram, fn() -> Histogram>,
     denials: Family<DenialLabels, Counter>,
+    /// Executions running now, and waiting for a slot now: what an autoscaler follows
+    /// (deploy/components/queued-executions).
+    running: Gauge,
+    queued: Gauge,
     recent_errors: Mutex<VecDeque<(Instant, &'static str)>>,
 }
 
@@ -116,8 +121,21 @@ impl Metrics {
             "Tool calls refused by the broker, by reason",
             denials.clone(),
         );
+        let (running, queued) = (Gauge::default(), Gauge::default());
+        registry.register(
+            "executions_running",
+            "Executions running now",
+            running.clone(),
+        );
+        registry.register(
+            "executions_queued",
+            "Executions waiting for a slot now (max_concurrent_executions are running)",
+            queued.clone(),
+        );
         Metrics {
             registry,
+            running,
+            queued,
             executions,
             execution_seconds,
             tool_calls,
@@ -125,6 +143,16 @@ impl Metrics {
             denials,
             recent_errors: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// Adds `delta` to the executions running now.
+    pub(crate) fn executions_running(&self, delta: i64) {
+        self.running.inc_by(delta);
+    }
+
+    /// Adds `delta` to the executions waiting for a slot now.
+    pub(crate) fn executions_queued(&self, delta: i64) {
+        self.queued.inc_by(delta);
     }
 
     /// Records an ended execution; `outcome` is an `EndKind` name or `refused`.
@@ -277,8 +305,13 @@ mod tests {
         m.execution("python", "timeout", Duration::from_secs(2));
         m.tool_call("git", true, Duration::from_millis(4));
         m.denial("git", "schema");
+        m.executions_running(2);
+        m.executions_queued(3);
+        m.executions_queued(-1);
         let text = m.encode();
         for needle in [
+            "code_executor_executions_running 2",
+            "code_executor_executions_queued 2",
             r#"code_executor_executions_total{language="python",outcome="timeout"} 1"#,
             r#"code_executor_tool_calls_total{server="git",outcome="refused"} 1"#,
             r#"code_executor_tool_call_denials_total{reason="schema"} 1"#,

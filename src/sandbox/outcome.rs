@@ -122,7 +122,10 @@ pub(crate) fn describe_user_error(error: Option<proto::UserError>) -> String {
         (false, true) => error.name.clone(),
         (false, false) => format!("{}: {}", error.name, error.message),
     };
-    match error.stack {
+    // An allocation the worker's memory limit refused (V8: "RangeError: Array buffer
+    // allocation failed"; Python: MemoryError) is named as such, like a fatal out-of-memory.
+    let out_of_memory = head.contains("allocation failed") || error.name == "MemoryError";
+    let described = match error.stack {
         // V8 stacks start with "Name: message" and Python tracebacks end with it; don't say
         // it twice.
         Some(stack) if !stack.is_empty() => {
@@ -133,6 +136,11 @@ pub(crate) fn describe_user_error(error: Option<proto::UserError>) -> String {
             }
         }
         _ => head,
+    };
+    if out_of_memory {
+        format!("{OUT_OF_MEMORY}: the execution reached the worker's memory limit\n{described}")
+    } else {
+        described
     }
 }
 
@@ -270,6 +278,35 @@ mod tests {
         let msg = diagnose_exit(Some(killed), "", 64, 4 * MIB);
         assert!(msg.starts_with("disk limit"), "{msg}");
         assert!(msg.contains("its 4 MiB limit"), "{msg}");
+    }
+
+    #[test]
+    fn refused_allocations_are_named_out_of_memory() {
+        let e = proto::UserError {
+            name: "RangeError".into(),
+            message: "Array buffer allocation failed".into(),
+            stack: Some(
+                "RangeError: Array buffer allocation failed\n    at new ArrayBuffer".into(),
+            ),
+        };
+        let msg = describe_user_error(Some(e));
+        assert!(msg.starts_with("out of memory: "), "{msg}");
+        assert!(
+            msg.contains("RangeError: Array buffer allocation failed"),
+            "{msg}"
+        );
+        let e = proto::UserError {
+            name: "MemoryError".into(),
+            message: String::new(),
+            stack: None,
+        };
+        assert!(describe_user_error(Some(e)).starts_with("out of memory: "));
+        let e = proto::UserError {
+            name: "RangeError".into(),
+            message: "Invalid array length".into(),
+            stack: None,
+        };
+        assert!(!describe_user_error(Some(e)).contains("out of memory"));
     }
 
     #[test]
