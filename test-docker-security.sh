@@ -72,12 +72,8 @@ fi
 # --- end sidecar ---
 
 # The operator's two choices: a token file readable by uid 1001, and where to publish.
-head -c 48 /dev/urandom | base64 | tr -d '/+=\n' > "$work/http_token"
-chmod 0444 "$work/http_token"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export CODE_EXECUTOR_IMAGE=$image
-export CODE_EXECUTOR_TOKEN_FILE=$work/http_token
-export CODE_EXECUTOR_PUBLISH=127.0.0.1:$port
+. tests/docker/operator-choices.sh
+operator_choices "$image" "$work"
 url=http://127.0.0.1:$port/mcp
 
 echo "== starting the appliance from ${files[*]} (project $project, port $port)"

@@ -36,12 +36,8 @@ trap cleanup EXIT
 docker image inspect "$image" >/dev/null 2>&1 || { echo "FAIL image: $image not built (scripts/build-image)"; exit 1; }
 [ -x "$python" ] || { echo "FAIL MCP client: no Python with the MCP SDK at $python (scripts/test creates .venv)"; exit 1; }
 
-head -c 48 /dev/urandom | base64 | tr -d '/+=\n' >"$work/http_token"
-chmod 0444 "$work/http_token"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-export CODE_EXECUTOR_IMAGE=$image
-export CODE_EXECUTOR_TOKEN_FILE=$work/http_token
-export CODE_EXECUTOR_PUBLISH=127.0.0.1:$port
+. tests/docker/operator-choices.sh
+operator_choices "$image" "$work"
 
 echo "== starting the appliance with $replicas executors (project $project, port $port)"
 started=$(date +%s)
