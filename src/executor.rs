@@ -8,11 +8,12 @@
 //! are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -105,8 +106,9 @@ pub struct Executor {
     metrics: Arc<Metrics>,
     ids: AtomicU64,
     slots: Arc<Semaphore>,
-    waiting: AtomicUsize,
-    running: AtomicUsize,
+    /// Executions waiting for a slot, and running: the gauges `/metrics` serves.
+    waiting: Gauge,
+    running: Gauge,
     completed: AtomicU64,
     failed: AtomicU64,
 }
@@ -124,6 +126,7 @@ impl Executor {
         } else {
             (0, 0)
         };
+        let (running, waiting) = wiring.metrics.execution_gauges();
         Executor {
             typescript: WorkerPool::start(worker.clone(), Language::Typescript, ts_size),
             python: WorkerPool::start(worker, Language::Python, py_size),
@@ -134,8 +137,8 @@ impl Executor {
             audit: wiring.audit,
             metrics: wiring.metrics,
             ids: AtomicU64::new(0),
-            waiting: AtomicUsize::new(0),
-            running: AtomicUsize::new(0),
+            waiting,
+            running,
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
@@ -147,8 +150,8 @@ impl Executor {
             warm_python_workers: self.python.ready_count(),
             pool_size_typescript: self.typescript.size(),
             pool_size_python: self.python.size(),
-            running: self.running.load(Ordering::Relaxed),
-            queued: self.waiting.load(Ordering::Relaxed),
+            running: usize::try_from(self.running.get()).unwrap_or(0),
+            queued: usize::try_from(self.waiting.get()).unwrap_or(0),
             max_queued: self.settings.max_queued_executions,
             completed: self.completed.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
@@ -242,11 +245,9 @@ impl Executor {
                 return fail("execution cancelled by the client before it started".into());
             }
         };
-        self.running.fetch_add(1, Ordering::Relaxed);
-        self.metrics.executions_running(1);
+        self.running.inc();
         let _running = scopeguard(|| {
-            self.running.fetch_sub(1, Ordering::Relaxed);
-            self.metrics.executions_running(-1);
+            self.running.dec();
         });
         // The servers `allowedTools` names start connecting while the worker starts; the code
         // waits only for those it calls.
@@ -318,11 +319,9 @@ impl Executor {
         if let Ok(permit) = self.slots.clone().try_acquire_owned() {
             return Ok(permit);
         }
-        let queued = self.waiting.fetch_add(1, Ordering::SeqCst);
-        self.metrics.executions_queued(1);
+        let queued = usize::try_from(self.waiting.inc()).unwrap_or(0);
         let _queued = scopeguard(|| {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
-            self.metrics.executions_queued(-1);
+            self.waiting.dec();
         });
         if queued >= self.settings.max_queued_executions {
             return Err(format!(

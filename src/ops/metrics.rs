@@ -145,14 +145,10 @@ impl Metrics {
         }
     }
 
-    /// Adds `delta` to the executions running now.
-    pub(crate) fn executions_running(&self, delta: i64) {
-        self.running.inc_by(delta);
-    }
-
-    /// Adds `delta` to the executions waiting for a slot now.
-    pub(crate) fn executions_queued(&self, delta: i64) {
-        self.queued.inc_by(delta);
+    /// The gauges of the executions running now and waiting for a slot now: the executor
+    /// counts with them directly (one count, read by `health` and by `/metrics`).
+    pub(crate) fn execution_gauges(&self) -> (Gauge, Gauge) {
+        (self.running.clone(), self.queued.clone())
     }
 
     /// Records an ended execution; `outcome` is an `EndKind` name or `refused`.
@@ -305,9 +301,10 @@ mod tests {
         m.execution("python", "timeout", Duration::from_secs(2));
         m.tool_call("git", true, Duration::from_millis(4));
         m.denial("git", "schema");
-        m.executions_running(2);
-        m.executions_queued(3);
-        m.executions_queued(-1);
+        let (running, queued) = m.execution_gauges();
+        running.inc_by(2);
+        queued.inc_by(3);
+        queued.dec();
         let text = m.encode();
         for needle in [
             "code_executor_executions_running 2",
