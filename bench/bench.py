@@ -80,14 +80,20 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def wait_for_pool(client: McpClient, key: str, timeout: float = 120.0) -> None:
-    """Until `health` reports that pool full: every pooled worker of that kind ready, none still
-    starting (a worker starting beside an execution competes with it, and with the client, for
-    the CPU)."""
+    """Until `health` reports that pool full: every worker process of that language (the
+    session's and the spare, where the server reports them) with all its isolates prepared, none
+    still preparing (an isolate preparing beside an execution competes with it, and with the
+    client, for the CPU)."""
+    language = "typescript" if "Typescript" in key else "python"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         counters = client.structured("health", {}).get("executions", {})
+        processes = counters.get("workerProcesses")
+        count = 1
+        if isinstance(processes, dict):
+            count = max(1, processes.get(f"{language}Sessions", 0) + processes.get(f"{language}Spare", 0))
         # A server that does not report these: do not wait.
-        if counters.get(key, 1) >= max(1, counters.get(POOL_SIZE_KEYS[key], 1)):
+        if counters.get(key, 1) >= count * max(1, counters.get(POOL_SIZE_KEYS[key], 1)):
             return
         time.sleep(0.05)
     raise SystemExit(f"the {key} pool was not full within {timeout:.0f} s")
@@ -330,9 +336,9 @@ def main() -> int:
         if client is None:
             return 1
         try:
-            # Idle: both pools full, no execution yet.
-            for key in POOL_KEYS.values():
-                wait_for_pool(client, key)
+            # Idle: the TypeScript spare process's isolates prepared, no execution yet (a Python
+            # spare is kept only from Python's first execution on).
+            wait_for_pool(client, POOL_KEYS["executeTypescript"])
             time.sleep(0.5)
             idle_mem = memory_snapshot(client)
             echo = ["mcp__Test-Store__echo"]

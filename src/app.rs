@@ -96,6 +96,14 @@ impl App {
             heap_limit_mb: settings.heap_limit_mb,
             jail: JailPolicy {
                 max_data_bytes: settings.worker_memory_mb * 1024 * 1024,
+                // The main thread's and the router's, the prepared ones, those preparing (the
+                // supervisor starts at most two at once), one per execution that may run, and
+                // a few ended ones still being torn down.
+                max_isolates: (2
+                    + settings.pool_size_typescript.max(settings.pool_size_python)
+                    + 2
+                    + settings.max_concurrent_executions
+                    + 4) as u64,
                 ..JailPolicy::default()
             },
             wrappers_dir: Some(settings.wrappers_dir.clone()),

@@ -1,5 +1,5 @@
-//! One execution from request to report: admission (the concurrency limit and the queue), a
-//! fresh worker from the language's pool, the host-call side (a short dispatch: every host call
+//! One execution from request to report: admission (the concurrency limit and the queue), the
+//! client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
 //! of an execution that keeps calling long after its budget, cancellation, the servers its
@@ -29,7 +29,7 @@ use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
-use crate::sandbox::pool::WorkerPool;
+use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::upstream::UpstreamPool;
 
@@ -72,14 +72,29 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// Worker processes alive, by language.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct WorkerProcessCounts {
+    pub typescript_sessions: usize,
+    pub typescript_spare: usize,
+    pub python_sessions: usize,
+    pub python_spare: usize,
+}
+
 /// Counters for `health`.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExecutionCounters {
+    /// Isolates prepared and waiting, over every TypeScript worker process.
     pub warm_typescript_workers: usize,
+    /// The same for Python.
     pub warm_python_workers: usize,
+    /// Isolates each worker process keeps prepared.
     pub pool_size_typescript: usize,
     pub pool_size_python: usize,
+    /// Worker processes alive, by language: bound to a client session, and spare.
+    pub worker_processes: WorkerProcessCounts,
     pub running: usize,
     pub queued: usize,
     pub max_queued: usize,
@@ -98,8 +113,8 @@ pub(crate) struct Wiring {
 
 pub struct Executor {
     settings: Arc<Settings>,
-    typescript: Arc<WorkerPool>,
-    python: Arc<WorkerPool>,
+    typescript: Arc<ProcessPool>,
+    python: Arc<ProcessPool>,
     gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
     audit: Arc<AuditLog>,
@@ -114,22 +129,35 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// An executor; with `warm`, worker pools start filling at once (for `serve`).
+    /// An executor; with `warm`, a spare worker process per language is started at once (for
+    /// `serve`).
     pub(crate) fn new(
         settings: Arc<Settings>,
         worker: WorkerConfig,
         wiring: Wiring,
         warm: bool,
     ) -> Self {
-        let (ts_size, py_size) = if warm {
-            (settings.pool_size_typescript, settings.pool_size_python)
-        } else {
-            (0, 0)
+        let policy = |stock, spare_from_start| ProcessPolicy {
+            stock,
+            max_executions: settings.worker_process_executions,
+            max_age: settings.worker_process_lifetime,
+            max_sessions: settings.max_concurrent_executions + 4,
+            spare_from_start,
         };
         let (running, waiting) = wiring.metrics.execution_gauges();
         Executor {
-            typescript: WorkerPool::start(worker.clone(), Language::Typescript, ts_size),
-            python: WorkerPool::start(worker, Language::Python, py_size),
+            typescript: ProcessPool::start(
+                worker.clone(),
+                Language::Typescript,
+                policy(settings.pool_size_typescript, true),
+                warm,
+            ),
+            python: ProcessPool::start(
+                worker,
+                Language::Python,
+                policy(settings.pool_size_python, false),
+                warm,
+            ),
             slots: Arc::new(Semaphore::new(settings.max_concurrent_executions)),
             settings,
             gate: wiring.gate,
@@ -145,11 +173,19 @@ impl Executor {
     }
 
     pub(crate) fn counters(&self) -> ExecutionCounters {
+        let (typescript_sessions, typescript_spare) = self.typescript.process_counts();
+        let (python_sessions, python_spare) = self.python.process_counts();
         ExecutionCounters {
-            warm_typescript_workers: self.typescript.ready_count(),
-            warm_python_workers: self.python.ready_count(),
-            pool_size_typescript: self.typescript.size(),
-            pool_size_python: self.python.size(),
+            warm_typescript_workers: self.typescript.ready_isolates(),
+            warm_python_workers: self.python.ready_isolates(),
+            pool_size_typescript: self.typescript.stock(),
+            pool_size_python: self.python.stock(),
+            worker_processes: WorkerProcessCounts {
+                typescript_sessions,
+                typescript_spare,
+                python_sessions,
+                python_spare,
+            },
             running: usize::try_from(self.running.get()).unwrap_or(0),
             queued: usize::try_from(self.waiting.get()).unwrap_or(0),
             max_queued: self.settings.max_queued_executions,
@@ -162,13 +198,11 @@ impl Executor {
     /// execution is audited and counted, whatever its end.
     pub(crate) async fn execute(&self, request: ExecutionRequest) -> ExecutionReport {
         let started = Instant::now();
-        let execution_id = format!(
-            "{}-{}",
-            std::process::id(),
-            self.ids.fetch_add(1, Ordering::Relaxed) + 1
-        );
-        let (report, outcome, peak_memory_bytes, counts) =
-            self.execute_inner(&request, &execution_id, started).await;
+        let number = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        let execution_id = format!("{}-{number}", std::process::id());
+        let (report, outcome, peak_memory_bytes, counts, worker_pid) = self
+            .execute_inner(&request, &execution_id, number, started)
+            .await;
         let counter = if report.success {
             &self.completed
         } else {
@@ -190,6 +224,7 @@ impl Executor {
             tool_calls_refused: counts.refused,
             host_calls: counts.host_calls,
             peak_memory_bytes,
+            worker_pid,
         });
         report
     }
@@ -204,8 +239,15 @@ impl Executor {
         &self,
         request: &ExecutionRequest,
         execution_id: &str,
+        number: u64,
         started: Instant,
-    ) -> (ExecutionReport, &'static str, Option<u64>, CallCounts) {
+    ) -> (
+        ExecutionReport,
+        &'static str,
+        Option<u64>,
+        CallCounts,
+        Option<u32>,
+    ) {
         let fail = |error: String| {
             let report = ExecutionReport {
                 success: false,
@@ -218,7 +260,7 @@ impl Executor {
                 tool_call_summary: vec![],
                 tool_call_summary_rest: None,
             };
-            (report, "refused", None, CallCounts::default())
+            (report, "refused", None, CallCounts::default(), None)
         };
         if request.code.len() > self.settings.max_code_bytes {
             return fail(format!(
@@ -258,8 +300,8 @@ impl Executor {
             Language::Typescript => &self.typescript,
             Language::Python => &self.python,
         };
-        let worker = match pool.take().await {
-            Ok(worker) => worker,
+        let process = match pool.acquire(&request.session).await {
+            Ok(process) => process,
             Err(e) => return fail(format!("could not start a sandbox worker: {e}")),
         };
         // Cancelled by the client, or by the host-call budget (see `ExecutionCalls::spend`).
@@ -275,8 +317,9 @@ impl Executor {
                 stop.clone(),
             ),
         });
-        let mut outcome = worker
+        let mut outcome = process
             .run(
+                number,
                 &request.code,
                 timeout,
                 self.settings.output_limit_bytes,
@@ -311,7 +354,13 @@ impl Executor {
             tool_call_summary: summary,
             tool_call_summary_rest: rest,
         };
-        (report, end, outcome.peak_memory_bytes, counts)
+        (
+            report,
+            end,
+            outcome.peak_memory_bytes,
+            counts,
+            process.pid(),
+        )
     }
 
     /// Waits for an execution slot, or refuses at once when the queue is full.

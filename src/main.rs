@@ -19,7 +19,7 @@ use code_executor::config::settings::{self, Settings};
 use code_executor::front;
 use code_executor::front::http::{ALLOW_UNAUTHENTICATED_NETWORK, Exposure, HttpAccess};
 use code_executor::ops::metrics;
-use code_executor::sandbox::host::Worker;
+use code_executor::sandbox::host::WorkerProcess;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
@@ -477,8 +477,8 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| format!("{} does not run", app.runtimes.deno.display())),
     );
-    match Worker::start(&app.worker, Language::Typescript).await {
-        Ok(_) => report(true, "sandbox", "a jailed worker starts".into()),
+    match WorkerProcess::start(&app.worker, Language::Typescript, 1).await {
+        Ok(_) => report(true, "sandbox", "a jailed worker process starts".into()),
         Err(e) => report(false, "sandbox", e.to_string()),
     }
     let sources: Vec<String> = app

@@ -13,8 +13,9 @@ server `hostile` (test-docker-security.sh starts it); sidecar-time expects the s
 remote servers `allowed` and `denied` of tests/docker/compose.egress.yaml, reached through the
 `egress` proxy.
 
-Checks assert refusals and survival, never the wording of a refusal (other than the "disk limit"
-and the "out of memory" the sandbox promises): what the server says when it refuses may change, that it refuses may not.
+Checks assert refusals and survival, never the wording of a refusal (other than the "out of
+memory" the sandbox promises): what the server says when it refuses may change, that it refuses
+may not.
 """
 
 from __future__ import annotations
@@ -318,27 +319,29 @@ def module_loader() -> None:
     )
 
 
-# 40 dynamic imports of 3 MiB TypeScript modules: Deno caches what it analyses in the worker's
-# private directory on /tmp (a 256 MiB tmpfs shared by every worker). Without the sandbox's disk
-# limit this grew to 417 MiB in one execution.
+# 40 dynamic imports of 3 MiB TypeScript modules. Deno used to cache what it analysed in the
+# worker's private directory on /tmp (a 256 MiB tmpfs shared by every worker): 417 MiB in one
+# execution before the disk limit. Now such imports are refused however the code builds them
+# (and worker processes, whose Deno cache is read-only, write nothing anyway).
 DISK_FILL_TS = r"""
 const big = "export const x = " + JSON.stringify("a".repeat(3 << 20)) + ";";
-let imported = 0;
-for (let i = 0; i < 40; i++) {
-  await import("data:application/typescript;base64," + btoa(big + "// " + i));
-  imported++;
+const refused = [];
+for (const load of [(u) => import(u), (0, eval)("(u) => import(u)"), new Function("u", "return import(u)")]) {
+  let n = 0;
+  try { for (let i = 0; i < 40; i++) { await load("data:application/typescript;base64," + btoa(big + "// " + i)); n++; } } catch {}
+  refused.push(n === 0);
 }
-imported
+refused
 """
 
 
 def disk_limit() -> None:
     r = run("executeTypescript", DISK_FILL_TS, timeout_ms=150000)
-    error = str(r.get("error") or "")
+    alive = run("executeTypescript", "6 * 7").get("result") == 42
     report(
-        "dynamic imports stopped at the disk limit",
-        r.get("success") is False and "disk limit" in error,
-        f"success={r.get('success')} result={r.get('result')!r} error={error[:200]!r}",
+        "dynamic imports of 3 MiB modules refused however they are built (data:, through eval or Function)",
+        r.get("success") is True and r.get("result") == [True, True, True] and alive,
+        f"success={r.get('success')} result={r.get('result')!r} error={str(r.get('error'))[:200]!r} alive={alive}",
     )
 
 
@@ -355,15 +358,14 @@ const report = { gpu: gpu !== undefined, adapter: adapter !== null, failure };
 report
 """
 
+# A Web Worker would start with a fresh global scope (the runner's hiding of `navigator.gpu` would
+# not hold there): the sandbox starts none for code, however the code asks.
 WEBGPU_WORKER_TS = r"""
-const src = "let a = null; try { a = navigator.gpu ? await navigator.gpu.requestAdapter() : null; } catch {} postMessage(a !== null);";
-const w = new Worker("data:text/javascript," + encodeURIComponent(src), { type: "module" });
-const got = await new Promise((resolve) => {
-  w.onmessage = (e) => resolve(e.data);
-  w.onerror = (e) => { e.preventDefault(); resolve("worker error: " + e.message); };
-});
-w.terminate();
-const report = { adapter: got === true, got };
+let started = false;
+for (const load of [() => import("node:worker_threads"), () => (0, eval)("import('node:worker_threads')")]) {
+  try { await load(); started = true; } catch {}
+}
+const report = { adapter: typeof globalThis.Worker !== "undefined" || started, got: started };
 report
 """
 

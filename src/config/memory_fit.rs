@@ -7,10 +7,12 @@
 //! settings to change. So a memory bomb meets the worker's own limit ("out of memory") before
 //! the container's OOM killer ("killed by signal 9"), and the server is not the one killed.
 //!
-//! The accounting: a running worker may touch all of its `RLIMIT_DATA` (the bomb does), so it
-//! counts at `worker_memory_mb`; an idle warm worker counts at what it holds resident
-//! (measured in the container, see the constants); a tmpfs `/tmp` counts at its size (its pages
-//! are charged to the same cgroup, and with no swap they cannot be reclaimed).
+//! The accounting: the executions running in a worker process may touch all of its
+//! `worker_memory_mb` together (the bomb does; the isolates' code reservations that
+//! `RLIMIT_DATA` also counts are never touched), so each execution that may run counts at
+//! `worker_memory_mb`; a prepared isolate waiting in a process counts at what it holds resident
+//! with its share of its process (measured, see the constants); a tmpfs `/tmp` counts at its size
+//! (its pages are charged to the same cgroup, and with no swap they cannot be reclaimed).
 
 use std::path::{Path, PathBuf};
 
@@ -19,11 +21,12 @@ use serde::Serialize;
 use super::settings::Settings;
 
 const MIB: u64 = 1024 * 1024;
-/// Resident memory of an idle warm TypeScript worker (Deno, nothing run yet), in MiB, with
-/// headroom: measured at about 45 MiB in the container.
+/// Resident memory of a prepared TypeScript isolate with its share of its worker process, in
+/// MiB, with headroom: a process with two prepared isolates holds about 64 MiB.
 pub const IDLE_TYPESCRIPT_WORKER_MB: u64 = 64;
-/// Resident memory of an idle warm Python worker (Deno with Pyodide loaded from the memory
-/// snapshot), in MiB, with headroom: measured at about 170 MiB in the container.
+/// Resident memory of a prepared Python isolate (Pyodide loaded from the memory snapshot) with
+/// its share of its worker process, in MiB, with headroom: a process with one holds about 230
+/// MiB, each further one about 100 MiB more.
 pub const IDLE_PYTHON_WORKER_MB: u64 = 224;
 /// The server process (HTTP front, downstream clients, buffers of results up to
 /// `max_result_bytes`) and the page cache of the runtimes it starts, in MiB.

@@ -90,10 +90,17 @@ pub(crate) struct RawSettings {
     pub max_concurrent_executions: Option<usize>,
     /// Executions allowed to wait for a slot; beyond that a call is refused as busy. Default 32.
     pub max_queued_executions: Option<usize>,
-    /// Pre-started TypeScript workers kept ready (each used once). 0 disables. Default 2.
+    /// Execution isolates each TypeScript worker process keeps prepared (each used for one
+    /// execution); with any, one spare process is also kept started. 0 disables both. Default 2.
     pub pool_size_typescript: Option<usize>,
-    /// Pre-started Python (Pyodide loaded) workers kept ready. 0 disables. Default 1.
+    /// Execution isolates (Pyodide loaded) each Python worker process keeps prepared; with any,
+    /// one spare process is also kept started. 0 disables both. Default 1.
     pub pool_size_python: Option<usize>,
+    /// Executions a worker process runs (each in a fresh isolate) before it is replaced.
+    /// Default 1000.
+    pub worker_process_executions: Option<u64>,
+    /// Seconds a worker process serves before it is replaced. Default 1800.
+    pub worker_process_lifetime_s: Option<u64>,
     /// Largest `code` accepted, in bytes. Default 1 MiB.
     pub max_code_bytes: Option<usize>,
     /// Tool calls one execution may make. Default 1000.
@@ -169,6 +176,8 @@ pub struct Settings {
     pub max_queued_executions: usize,
     pub pool_size_typescript: usize,
     pub pool_size_python: usize,
+    pub worker_process_executions: u64,
+    pub worker_process_lifetime: Duration,
     pub max_code_bytes: usize,
     pub max_tool_calls_per_execution: u32,
     pub tool_call_timeout: Duration,
@@ -281,6 +290,10 @@ impl Settings {
             max_queued_executions: raw.max_queued_executions.unwrap_or(32),
             pool_size_typescript: raw.pool_size_typescript.unwrap_or(2),
             pool_size_python: raw.pool_size_python.unwrap_or(1),
+            worker_process_executions: raw.worker_process_executions.unwrap_or(1000),
+            worker_process_lifetime: Duration::from_secs(
+                raw.worker_process_lifetime_s.unwrap_or(1800),
+            ),
             max_code_bytes: raw.max_code_bytes.unwrap_or(1024 * 1024),
             max_tool_calls_per_execution: raw.max_tool_calls_per_execution.unwrap_or(1000),
             tool_call_timeout: Duration::from_millis(raw.tool_call_timeout_ms.unwrap_or(60_000)),
@@ -352,6 +365,12 @@ impl Settings {
         }
         if self.pool_size_python > 16 {
             return invalid("pool_size_python", "must be at most 16");
+        }
+        if self.worker_process_executions == 0 {
+            return invalid("worker_process_executions", "must be positive");
+        }
+        if self.worker_process_lifetime.is_zero() {
+            return invalid("worker_process_lifetime_s", "must be positive");
         }
         if self.max_concurrent_executions == 0 {
             return invalid("max_concurrent_executions", "must be at least 1");

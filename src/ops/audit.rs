@@ -66,8 +66,12 @@ pub(crate) struct ExecutionRecord<'a> {
     pub tool_calls_refused: u32,
     /// Every host call the code asked for: tool calls (refused ones too) and look-ups.
     pub host_calls: u32,
-    /// Peak resident memory of the worker, in bytes.
+    /// Peak resident memory of the worker process when the execution ended, in bytes (shared
+    /// with the session's other executions in that process).
     pub peak_memory_bytes: Option<u64>,
+    /// The worker process it ran in (one per client session and language).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker_pid: Option<u32>,
 }
 
 /// One tool call from sandboxed code, recorded when decided and, if sent, answered.
@@ -214,6 +218,7 @@ mod tests {
             tool_calls_refused: 1,
             host_calls: 1,
             peak_memory_bytes: Some(1),
+            worker_pid: Some(2),
         });
         log.close();
         let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

@@ -1,42 +1,56 @@
-//! Worker processes: spawning a jailed Deno worker (the command comes from `launch`), driving
-//! one execution over its private pipes, enforcing the wall-clock deadline and the output cap,
-//! and killing it afterwards.
+//! Worker processes: spawning a jailed Deno worker process (the command comes from `launch`),
+//! the private socket between the host and its supervisor, running executions in it (each in a
+//! fresh isolate of its own, many at once), enforcing each execution's deadline and output cap,
+//! and killing the process.
 //!
-//! A worker is used for exactly one execution. It is treated as hostile: every line it sends is
-//! parsed strictly, its output is capped here (not only inside the worker), and its stderr is
-//! read only for diagnostics. Host calls (tool calls and catalogue look-ups) are answered by a
-//! `HostCalls` implementation supplied by the executor; this module knows nothing of MCP.
+//! A worker process serves one client session (the pool sees to that) and is treated as
+//! hostile: every envelope and line it sends is parsed strictly, output is capped here (not
+//! only inside the isolate), and its stderr is read only for diagnostics. An execution whose
+//! isolate misbehaves ends alone; a process that breaks the protocol or dies takes the
+//! executions running in it along (all of one session), each told why. Host calls (tool calls
+//! and catalogue look-ups) are answered by a `HostCalls` implementation supplied by the
+//! executor; this module knows nothing of MCP.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::net::unix::OwnedReadHalf;
+use tokio::process::Child;
+use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use super::jail;
 use super::launch::{Purpose, WorkerConfig};
 use super::outcome::{
-    EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit,
-    disk_limit_error, truncate,
+    EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit, truncate,
 };
-use super::pause::Starting;
-use super::proto::{self, HostRequest, Language, WorkerMessage};
-use super::{seed, stage};
+use super::proto::{self, EndReason, HostRequest, Language, ProcessMessage, WorkerMessage};
+use super::{runner, stage};
 
-/// How many answered host calls may wait for the worker to read them (in the writer's queue,
-/// and as many again in the reader's) before the host stops collecting more answers; it keeps
-/// reading the worker's lines meanwhile.
+/// How many answered host calls of one execution may wait for the process to read them (in the
+/// writer's queue, and as many again in the execution's) before the host stops collecting more
+/// answers; it keeps reading the execution's lines meanwhile.
 const REPLY_QUEUE: usize = 64;
 
-/// How much of a worker's stderr is kept for diagnostics.
+/// How many lines of one execution may wait for it to take them before the process's reader
+/// waits too (the execution takes them as fast as it can: output is appended, calls started).
+const ROUTE_QUEUE: usize = 16;
+
+/// How much of a worker process's stderr is kept for diagnostics.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
+
+/// How long the supervisor may take to confirm it ended an isolate, after a deadline or a
+/// cancellation, before the whole process is killed instead.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// Answers the requests sandboxed code makes. Implemented by the executor.
 pub(crate) trait HostCalls: Send + Sync + 'static {
@@ -46,8 +60,8 @@ pub(crate) trait HostCalls: Send + Sync + 'static {
     ) -> futures::future::BoxFuture<'static, Result<Value, String>>;
 }
 
-/// How long a worker may take to announce `ready` (a Python worker without a snapshot loads
-/// and compiles the whole standard library first).
+/// How long a worker process may take to connect and announce `ready` (a Python process
+/// without a snapshot loads and compiles the whole standard library first).
 fn ready_timeout(language: Language) -> Duration {
     match language {
         Language::Typescript => Duration::from_secs(30),
@@ -55,7 +69,7 @@ fn ready_timeout(language: Language) -> Duration {
     }
 }
 
-/// Why a worker could not be started.
+/// Why a worker process could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
     #[error("cannot create the worker's working directory: {0}")]
@@ -71,171 +85,291 @@ pub enum SpawnError {
     SnapshotUnusable(String),
 }
 
-/// A started worker that has announced `ready` and has not run anything yet.
-pub struct Worker {
-    child: Child,
-    pgid: Option<u32>,
-    stdin: ChildStdin,
-    lines: FramedRead<ChildStdout, LinesCodec>,
-    stderr: tokio::task::JoinHandle<String>,
-    language: Language,
-    heap_limit_mb: u32,
-    jail: jail::JailPolicy,
-    // Removed (with anything in it) when the worker is dropped.
-    _workdir: tempfile::TempDir,
-    // Dropped with the worker, once its process is gone: tells the pool it may start another.
-    _retired: Option<tokio::sync::oneshot::Sender<()>>,
+/// What the process's reader hands one execution.
+enum Routed {
+    /// A line of the execution's isolate.
+    Line(String),
+    /// The supervisor ended the isolate before it reported `done`.
+    Ended(EndReason, Option<String>),
+    /// The process is gone (died, killed, or broke the protocol); why is in its `Life`.
+    Gone,
 }
 
-impl Worker {
-    /// Starts a jailed worker for `language` and waits until it is ready. The worker pays its
-    /// runtime's first-use costs before announcing `ready`, as suits a worker that will wait
-    /// in a pool.
-    pub async fn start(config: &WorkerConfig, language: Language) -> Result<Worker, SpawnError> {
-        Worker::spawn(config, language, true, None).await
-    }
+/// Counters of a process's life, under one lock.
+#[derive(Debug, Default)]
+struct Life {
+    /// Executions running now.
+    running: usize,
+    /// Executions started in it so far.
+    served: u64,
+    /// Why it takes no new execution (it is killed once the running ones end).
+    retiring: Option<String>,
+    /// Why it is gone, once it is.
+    gone: Option<String>,
+}
 
-    /// Like [`Worker::start`], for a pool's stock: while it starts, the worker is listed in
-    /// `starting`, so that the pool can hold it back while executions run.
-    pub(crate) async fn start_pooled(
+static NEXT_PROCESS: AtomicU64 = AtomicU64::new(1);
+
+/// A started worker process that has announced `ready`: it runs executions until it is
+/// retired or killed.
+pub struct WorkerProcess {
+    id: u64,
+    language: Language,
+    /// Its process id, which is also its process group's.
+    pid: Option<u32>,
+    outbox: mpsc::Sender<String>,
+    routes: Mutex<HashMap<u64, mpsc::Sender<Routed>>>,
+    life: Mutex<Life>,
+    ready_isolates: AtomicUsize,
+    started: Instant,
+    last_used: Mutex<Instant>,
+    /// The wrapper modules it was given (see [`stage::fingerprint`]).
+    wrappers: Option<String>,
+    // Removed (with anything in it) when the process is dropped.
+    _workdir: tempfile::TempDir,
+}
+
+impl WorkerProcess {
+    /// Starts a jailed worker process for `language`, keeping `stock` prepared isolates, and
+    /// waits until it is ready to serve.
+    pub async fn start(
         config: &WorkerConfig,
         language: Language,
-        starting: &Starting,
-    ) -> Result<Worker, SpawnError> {
-        Worker::spawn(config, language, true, Some(starting)).await
-    }
-
-    /// Like [`Worker::start`], for an execution that is waiting: the worker skips its warm-up
-    /// runs (the execution pays only the first-use costs its own code incurs).
-    pub(crate) async fn start_on_demand(
-        config: &WorkerConfig,
-        language: Language,
-    ) -> Result<Worker, SpawnError> {
-        Worker::spawn(config, language, false, None).await
-    }
-
-    async fn spawn(
-        config: &WorkerConfig,
-        language: Language,
-        warm_up: bool,
-        starting: Option<&Starting>,
-    ) -> Result<Worker, SpawnError> {
+        stock: usize,
+    ) -> Result<Arc<WorkerProcess>, SpawnError> {
         let workdir = tempfile::Builder::new()
             .prefix("code-executor-worker-")
             .tempdir()
             .map_err(SpawnError::WorkDir)?;
-        // `cwd` is empty; `cache` is Deno's private cache for this one worker (transpiled user
-        // code lands there), so nothing of one execution outlives it or reaches the next.
+        // `cwd` holds only the wrapper modules; `deno` is the process's private `DENO_DIR`,
+        // which it may only read (Deno writes no cache there: see `launch`).
         let cwd = workdir.path().join("cwd");
-        let cache = workdir.path().join("cache");
-        for dir in [&cwd, &cache] {
+        let deno_dir = workdir.path().join("deno");
+        for dir in [&cwd, &deno_dir] {
             std::fs::create_dir(dir).map_err(SpawnError::WorkDir)?;
         }
-        // Read once, so the seed, the permission and the argument all come from one snapshot.
-        let prepared = config.prepared.get();
-        if let Some(prepared) = &prepared {
-            prepared.seed.install(&cache).map_err(SpawnError::WorkDir)?;
+        let socket = workdir.path().join("host.sock");
+        if !socket_path_fits(&socket) {
+            return Err(SpawnError::WorkDir(std::io::Error::other(format!(
+                "the socket path {} is too long (set TMPDIR to a shorter directory)",
+                socket.display()
+            ))));
         }
-        seed::create_writable_files(&cache).map_err(SpawnError::WorkDir)?;
+        let listener = tokio::net::UnixListener::bind(&socket).map_err(SpawnError::WorkDir)?;
+        let prepared = config.prepared.get();
         let wrappers = stage::wrappers(config.wrappers_dir.as_deref(), language, &cwd);
-        let purpose = Purpose::Worker {
+        let purpose = Purpose::Process {
             language,
-            warm_up,
+            socket: &socket,
+            stock,
             snapshot: prepared.as_ref().map(|p| p.snapshot.as_path()),
             wrappers: wrappers.as_deref(),
         };
-        let mut cmd = config
-            .deno_command(purpose, &cache, &cwd)
-            .map_err(|source| SpawnError::Spawn {
-                path: config.deno.clone(),
-                source,
-            })?;
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
+        let spawn_error = |source| SpawnError::Spawn {
             path: config.deno.clone(),
             source,
-        })?;
-        let pgid = child.id();
-        let _listed = starting
-            .zip(pgid)
-            .map(|(starting, pgid)| starting.list(pgid));
-        let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr = child.stderr.take().expect("stderr is piped");
-        let stderr = tokio::spawn(async move {
-            let mut tail = Vec::new();
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
+        };
+        let mut cmd = config
+            .deno_command(purpose, &deno_dir, &cwd)
+            .map_err(spawn_error)?;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        let pid = child.id();
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let stderr = tokio::spawn(read_tail(child.stderr.take().expect("stderr is piped")));
+        let source = tokio::spawn(async move {
+            // The isolate runner, then end of input (see the supervisor's opening comment).
+            let _ = stdin.write_all(runner::ISOLATE_SOURCE.as_bytes()).await;
+        });
+        let mut starting = Starting {
+            child: Some(child),
+            stderr: Some(stderr),
+            heap_limit_mb: config.heap_limit_mb,
+            max_file_bytes: config.jail.max_file_bytes,
+        };
+        let wait = ready_timeout(language);
+        let exited = async {
+            match starting.child.as_mut() {
+                Some(child) => {
+                    let _ = child.wait().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let accepted = tokio::select! {
+            accepted = tokio::time::timeout(wait, listener.accept()) => Some(accepted),
+            // A process that gives up before it connects (an unusable snapshot) is not waited for.
+            () = exited => None,
+        };
+        let stream = match accepted {
+            Some(Ok(Ok((stream, _)))) => stream,
+            Some(Ok(Err(e))) => return Err(SpawnError::NotReady(e.to_string())),
+            Some(Err(_)) => {
+                return Err(starting
+                    .failed(&format!("no connection within {} s", wait.as_secs()))
+                    .await);
+            }
+            None => return Err(starting.failed("").await),
+        };
+        drop(listener);
+        let _ = std::fs::remove_file(&socket);
+        source.abort();
+        // Only the process started here may be this socket's peer.
+        let peer = stream.peer_cred().ok().and_then(|c| c.pid());
+        if peer.is_none() || peer.map(|p| p as u32) != pid {
+            return Err(SpawnError::NotReady(format!(
+                "the socket's peer is process {peer:?}, not the worker {pid:?}"
+            )));
+        }
+        let (reader, mut writer) = stream.into_split();
+        let (outbox, mut queued) = mpsc::channel::<String>(REPLY_QUEUE);
+        tokio::spawn(async move {
+            while let Some(line) = queued.recv().await {
+                if writer.write_all(line.as_bytes()).await.is_err() {
                     break;
                 }
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > 2 * STDERR_TAIL_BYTES {
-                    tail.drain(..tail.len() - STDERR_TAIL_BYTES);
-                }
             }
-            String::from_utf8_lossy(&tail).into_owned()
         });
-        let mut worker = Worker {
-            child,
-            pgid,
-            stdin,
-            lines: FramedRead::new(
-                stdout,
-                LinesCodec::new_with_max_length(proto::MAX_WORKER_LINE),
-            ),
-            stderr,
-            language,
-            heap_limit_mb: config.heap_limit_mb,
-            jail: config.jail,
-            _workdir: workdir,
-            _retired: None,
-        };
-        let first = tokio::time::timeout(ready_timeout(language), worker.lines.next()).await;
-        let Ok(first) = first else {
-            return Err(SpawnError::NotReady(format!(
-                "no `ready` within {} s",
-                ready_timeout(language).as_secs()
-            )));
-        };
-        match first {
-            Some(Ok(line)) if proto::parse_worker_line(&line) == Ok(WorkerMessage::Ready) => {
-                Ok(worker)
-            }
-            Some(Ok(line)) => Err(SpawnError::NotReady(format!(
-                "unexpected first message: {}",
-                truncate(&line, 200)
-            ))),
-            Some(Err(e)) => Err(SpawnError::NotReady(e.to_string())),
-            None => {
-                let diagnosis = worker.exit_diagnosis().await;
-                if diagnosis.contains("runner: snapshot unusable") {
-                    Err(SpawnError::SnapshotUnusable(diagnosis))
-                } else {
-                    Err(SpawnError::NotReady(diagnosis))
+        let mut lines = FramedRead::new(
+            reader,
+            LinesCodec::new_with_max_length(proto::MAX_PROCESS_LINE),
+        );
+        let mut ready_isolates = 0;
+        let limits = DataLimits::new(pid, config.jail);
+        let first = tokio::time::timeout(wait, async {
+            loop {
+                match lines.next().await {
+                    Some(Ok(line)) => match proto::parse_process_line(&line) {
+                        Ok(ProcessMessage::Ready) => return Ok(()),
+                        Ok(ProcessMessage::Stock { ready }) => ready_isolates = ready,
+                        Ok(ProcessMessage::Isolates { count }) => {
+                            if outbox.send(limits.fit(count)?).await.is_err() {
+                                return Err(String::new());
+                            }
+                        }
+                        Ok(other) => return Err(format!("unexpected first message: {other:?}")),
+                        Err(e) => return Err(e.to_string()),
+                    },
+                    Some(Err(e)) => return Err(e.to_string()),
+                    None => return Err(String::new()),
                 }
             }
+        })
+        .await;
+        match first {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => return Err(starting.failed(&why).await),
+            Err(_) => {
+                return Err(starting
+                    .failed(&format!("no `ready` within {} s", wait.as_secs()))
+                    .await);
+            }
+        }
+        let process = Arc::new(WorkerProcess {
+            id: NEXT_PROCESS.fetch_add(1, Ordering::Relaxed),
+            language,
+            pid,
+            outbox,
+            routes: Mutex::new(HashMap::new()),
+            life: Mutex::new(Life::default()),
+            ready_isolates: AtomicUsize::new(ready_isolates),
+            started: Instant::now(),
+            last_used: Mutex::new(Instant::now()),
+            wrappers: stage::fingerprint(config.wrappers_dir.as_deref(), language),
+            _workdir: workdir,
+        });
+        tokio::spawn(route(Arc::downgrade(&process), lines, starting, limits));
+        tracing::debug!(
+            process = process.id,
+            pid,
+            language = language.as_str(),
+            "worker process ready"
+        );
+        Ok(process)
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Isolates prepared and waiting in it.
+    pub(crate) fn ready_isolates(&self) -> usize {
+        self.ready_isolates.load(Ordering::Relaxed)
+    }
+
+    /// Whether it may take another execution: alive and not retiring.
+    pub(crate) fn is_serving(&self) -> bool {
+        let life = self.life.lock().expect("life lock");
+        life.gone.is_none() && life.retiring.is_none()
+    }
+
+    pub(crate) fn is_gone(&self) -> bool {
+        self.life.lock().expect("life lock").gone.is_some()
+    }
+
+    /// Executions started in it so far, and running now.
+    pub(crate) fn served_and_running(&self) -> (u64, usize) {
+        let life = self.life.lock().expect("life lock");
+        (life.served, life.running)
+    }
+
+    pub(crate) fn age(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// How long since an execution last started or ended in it.
+    pub(crate) fn idle_for(&self) -> Duration {
+        self.last_used.lock().expect("last used lock").elapsed()
+    }
+
+    /// The wrapper modules it was given (compared with the current ones by the pool).
+    pub(crate) fn wrappers(&self) -> Option<&str> {
+        self.wrappers.as_deref()
+    }
+
+    /// Takes no new execution from now on; killed as soon as none runs (at once if none does).
+    pub(crate) fn retire(&self, why: &str) {
+        let kill_now = {
+            let mut life = self.life.lock().expect("life lock");
+            if life.retiring.is_none() {
+                tracing::debug!(process = self.id, why, "worker process retired");
+                life.retiring = Some(why.to_string());
+            }
+            life.running == 0
+        };
+        if kill_now {
+            self.kill();
         }
     }
 
-    /// Whether the process is still running (a pooled worker may have been killed meanwhile).
-    pub(crate) fn is_alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+    /// Kills the whole process group (every isolate with it). Nothing of it runs after this
+    /// returns (SIGKILL cannot be caught); the kernel may still be freeing its memory.
+    pub(crate) fn kill(&self) {
+        if let Some(pgid) = self.pid {
+            jail::kill_group(pgid);
+        }
     }
 
-    /// A receiver that completes once this worker has been killed and its process reaped (or
-    /// the worker dropped), so the caller can start a replacement without competing with it.
-    pub(crate) fn retirement(&mut self) -> tokio::sync::oneshot::Receiver<()> {
-        let (sender, receiver) = tokio::sync::oneshot::channel();
-        self._retired = Some(sender);
-        receiver
+    /// The process's peak resident memory so far (`VmHWM`), while it runs: shared by every
+    /// execution it has run.
+    fn peak_memory_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid?)).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
     }
 
-    /// Runs `code` to completion, the deadline, a failure or `cancel`, then kills the worker.
+    /// Runs `code` as execution `exec` in a fresh isolate of this process, to completion, the
+    /// deadline, a failure or `cancel`. A deadline retires the process (see `retire`).
     pub(crate) async fn run(
-        mut self,
+        self: &Arc<Self>,
+        exec: u64,
         code: &str,
         deadline: Duration,
         output_limit: usize,
@@ -243,228 +377,512 @@ impl Worker {
         cancel: CancellationToken,
     ) -> RunOutcome {
         let started = Instant::now();
+        let (route, mut routed) = mpsc::channel(ROUTE_QUEUE);
+        {
+            let mut life = self.life.lock().expect("life lock");
+            life.running += 1;
+            life.served += 1;
+        }
+        self.routes.lock().expect("routes lock").insert(exec, route);
+        *self.last_used.lock().expect("last used lock") = Instant::now();
         let mut output = OutputBuffer::new(output_limit);
-        let workdir = self._workdir.path().to_path_buf();
-        let max_disk_bytes = self.jail.max_disk_bytes;
-        let ending = tokio::select! {
-            ending = tokio::time::timeout(deadline, self.drive(code, output_limit, &mut output, calls, started)) => {
-                ending.unwrap_or(Ending::TimedOut(deadline))
+        let ending = if let Some(why) = self.gone_reason() {
+            Ending::Failed(why)
+        } else {
+            let execute = proto::execute_envelope(exec, self.language, code, output_limit);
+            let drive = self.drive(exec, execute, &mut routed, &mut output, calls, started);
+            tokio::select! {
+                ending = tokio::time::timeout(deadline, drive) => {
+                    ending.unwrap_or(Ending::TimedOut(deadline))
+                }
+                () = cancel.cancelled() => Ending::Cancelled,
             }
-            () = cancel.cancelled() => Ending::Cancelled,
-            used = disk_over(&workdir, max_disk_bytes) => Ending::Failed(disk_limit_error(used, max_disk_bytes)),
         };
+        if matches!(ending, Ending::TimedOut(_) | Ending::Cancelled) {
+            self.end_isolate(exec, &mut routed).await;
+        }
+        if let Ending::TimedOut(_) = ending {
+            // The isolate was stopped; its process is not trusted with more work.
+            self.retire("an execution in it timed out");
+        }
         let peak_memory_bytes = self.peak_memory_bytes();
-        self.kill_now();
-        tracing::debug!(
-            language = self.language.as_str(),
-            us = started.elapsed().as_micros() as u64,
-            "worker run: ended, worker killed"
-        );
-        let diagnosis = match ending {
-            Ending::WorkerExited => Some(self.exit_diagnosis().await),
-            _ => None,
+        self.routes.lock().expect("routes lock").remove(&exec);
+        let kill = {
+            let mut life = self.life.lock().expect("life lock");
+            life.running -= 1;
+            life.retiring.is_some() && life.running == 0
         };
-        let (end, value, error) = ending.settle(diagnosis);
-        let outcome = RunOutcome {
+        *self.last_used.lock().expect("last used lock") = Instant::now();
+        if kill {
+            self.kill();
+        }
+        tracing::debug!(
+            process = self.id,
+            exec,
+            us = started.elapsed().as_micros() as u64,
+            "execution ended"
+        );
+        let (end, value, error) = match ending {
+            Ending::WorkerExited => {
+                let why = self
+                    .gone_reason()
+                    .unwrap_or_else(|| "the worker exited".into());
+                Ending::WorkerExited.settle(Some(why))
+            }
+            other => other.settle(None),
+        };
+        RunOutcome {
             success: end == EndKind::Ok,
             end,
             output: output.finish(),
             value,
             error,
             peak_memory_bytes,
-        };
-        self.reap_in_background();
-        outcome
+        }
     }
 
-    /// The worker's peak resident memory so far (`VmHWM`), while it still runs.
-    fn peak_memory_bytes(&self) -> Option<u64> {
-        let pid = self.child.id()?;
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+    /// Asks the supervisor to end execution `exec`'s isolate and waits for it to confirm; kills
+    /// the process when it does not within [`CANCEL_GRACE`].
+    async fn end_isolate(&self, exec: u64, routed: &mut mpsc::Receiver<Routed>) {
+        if self.is_gone()
+            || self
+                .outbox
+                .send(proto::cancel_envelope(exec))
+                .await
+                .is_err()
+        {
+            return;
+        }
+        let confirmed = tokio::time::timeout(CANCEL_GRACE, async {
+            while let Some(message) = routed.recv().await {
+                if matches!(message, Routed::Ended(..) | Routed::Gone) {
+                    return;
+                }
+            }
+        })
+        .await;
+        if confirmed.is_err() {
+            tracing::warn!(
+                process = self.id,
+                exec,
+                "an isolate did not end: killing its process"
+            );
+            self.retire("an isolate did not end when told");
+            self.kill();
+        }
     }
 
-    /// Sends the program, then reads the worker's lines and answers its host calls until it
-    /// reports `done`. Reading and writing are independent: replies go out through
-    /// [`REPLY_QUEUE`]-bounded writes of their own, so a worker blocked writing its stdout (a
-    /// burst of large calls) never waits on a host blocked writing its stdin.
+    fn gone_reason(&self) -> Option<String> {
+        self.life.lock().expect("life lock").gone.clone()
+    }
+
+    /// Sends the execution, then takes its lines and answers its host calls until it reports
+    /// `done` (or ends otherwise). Replies go out through the process's writer as its queue has
+    /// room; at most [`REPLY_QUEUE`] more wait here, and while they do no further answer is
+    /// collected. Lines keep being taken throughout, so the process's reader never waits long.
     async fn drive(
-        &mut self,
-        code: &str,
-        output_limit: usize,
+        &self,
+        exec: u64,
+        execute: String,
+        routed: &mut mpsc::Receiver<Routed>,
         output: &mut OutputBuffer,
         calls: Arc<dyn HostCalls>,
         started: Instant,
     ) -> Ending {
-        let execute = proto::execute_line(self.language, code, output_limit);
-        let (replies, mut queued) = tokio::sync::mpsc::channel::<String>(REPLY_QUEUE);
-        let stdin = &mut self.stdin;
-        let writer = async move {
-            if stdin.write_all(execute.as_bytes()).await.is_err() {
-                return Ending::WorkerExited;
-            }
-            tracing::debug!(
-                us = started.elapsed().as_micros() as u64,
-                "worker run: execute sent"
-            );
-            while let Some(reply) = queued.recv().await {
-                if stdin.write_all(reply.as_bytes()).await.is_err() {
-                    return Ending::WorkerExited;
-                }
-            }
-            std::future::pending().await
-        };
-        let reader = read_lines(&mut self.lines, output, calls, replies, started);
-        tokio::select! {
-            ending = writer => ending,
-            ending = reader => ending,
+        if self.outbox.send(execute).await.is_err() {
+            return Ending::WorkerExited;
         }
-    }
-
-    /// Sends SIGKILL to the worker's whole process group. Nothing of it runs after this returns
-    /// (SIGKILL cannot be caught); the kernel may still be freeing its memory.
-    fn kill_now(&mut self) {
-        if let Some(pgid) = self.pgid {
-            jail::kill_group(pgid);
-        }
-        let _ = self.child.start_kill();
-    }
-
-    /// Waits for the killed worker's exit off the request path (tearing down a Python worker's
-    /// address space takes tens of milliseconds), then drops it: its working directory is
-    /// removed and its pool is told it may start a replacement.
-    fn reap_in_background(mut self) {
-        let killed = Instant::now();
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
-            tracing::debug!(
-                us = killed.elapsed().as_micros() as u64,
-                "worker run: worker reaped"
-            );
-            drop(self);
-        });
-    }
-
-    /// Explains why a worker stopped without finishing, from its exit status and stderr.
-    async fn exit_diagnosis(&mut self) -> String {
-        let status = match tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await {
-            Ok(Ok(status)) => Some(status),
-            _ => None,
-        };
-        let stderr = match tokio::time::timeout(Duration::from_secs(2), &mut self.stderr).await {
-            Ok(Ok(text)) => text,
-            _ => String::new(),
-        };
-        diagnose_exit(
-            status,
-            &stderr,
-            self.heap_limit_mb,
-            self.jail.max_file_bytes,
-        )
-    }
-}
-
-/// How often the size of a running worker's private directory is checked.
-const DISK_POLL: Duration = Duration::from_millis(50);
-
-/// Completes, with the bytes found, once the files under `dir` hold more than `limit` bytes
-/// (checked every [`DISK_POLL`]; Deno emits modules far slower than that lets it overshoot
-/// by much).
-async fn disk_over(dir: &std::path::Path, limit: u64) -> u64 {
-    loop {
-        tokio::time::sleep(DISK_POLL).await;
-        let used = bytes_under(dir);
-        if used > limit {
-            return used;
-        }
-    }
-}
-
-/// The bytes of the regular files under `dir` (what cannot be read counts as nothing).
-fn bytes_under(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.file_type() {
-            Ok(kind) if kind.is_dir() => bytes_under(&entry.path()),
-            Ok(kind) if kind.is_file() => entry.metadata().map(|m| m.len()).unwrap_or(0),
-            _ => 0,
-        })
-        .sum()
-}
-
-/// The reading half of [`Worker::drive`]: every line the worker sends, until it is done.
-/// Finished host calls are handed to the writer as its queue has room; at most
-/// [`REPLY_QUEUE`] more wait here, and while they do no further answer is collected. Reading
-/// goes on throughout, so the worker's own writes always drain.
-async fn read_lines(
-    lines: &mut FramedRead<ChildStdout, LinesCodec>,
-    output: &mut OutputBuffer,
-    calls: Arc<dyn HostCalls>,
-    replies: tokio::sync::mpsc::Sender<String>,
-    started: Instant,
-) -> Ending {
-    let us = || started.elapsed().as_micros() as u64;
-    let mut pending = FuturesUnordered::new();
-    // Answers waiting for room in the writer's queue.
-    let mut ready = std::collections::VecDeque::new();
-    let mut first = true;
-    loop {
-        tokio::select! {
-            line = lines.next() => {
-                if std::mem::take(&mut first) {
-                    tracing::debug!(us = us(), "worker run: first message");
-                }
-                let line = match line {
-                    None => return Ending::WorkerExited,
-                    Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+        let us = || started.elapsed().as_micros() as u64;
+        tracing::debug!(us = us(), "execution sent");
+        let mut pending = FuturesUnordered::new();
+        // Answers waiting for room in the writer's queue.
+        let mut ready = std::collections::VecDeque::new();
+        loop {
+            tokio::select! {
+                message = routed.recv() => {
+                    let line = match message {
+                        None => return Ending::WorkerExited,
+                        Some(Routed::Gone) => return Ending::WorkerExited,
+                        Some(Routed::Ended(reason, message)) => return ended_early(reason, message),
+                        Some(Routed::Line(line)) => line,
+                    };
+                    if line.len() > proto::MAX_WORKER_LINE {
                         return Ending::Failed(format!(
-                            "protocol violation: worker sent a message over {} bytes",
+                            "protocol violation: the execution sent a message over {} bytes",
                             proto::MAX_WORKER_LINE
                         ));
                     }
-                    Some(Err(LinesCodecError::Io(_))) => return Ending::WorkerExited,
-                    Some(Ok(line)) => line,
-                };
-                match proto::parse_worker_line(&line) {
-                    Ok(WorkerMessage::Output { stream, text }) => output.push(stream, &text),
-                    Ok(WorkerMessage::Call { id, request }) => {
-                        let fut = calls.clone().handle(request);
-                        pending.push(async move { (id, fut.await) });
+                    match proto::parse_worker_line(&line) {
+                        Ok(WorkerMessage::Output { stream, text }) => output.push(stream, &text),
+                        Ok(WorkerMessage::Call { id, request }) => {
+                            let fut = calls.clone().handle(request);
+                            pending.push(async move { (id, fut.await) });
+                        }
+                        Ok(WorkerMessage::Done { ok: true, value, .. }) => {
+                            tracing::debug!(us = us(), "execution done");
+                            return Ending::Done(value);
+                        }
+                        Ok(WorkerMessage::Done { ok: false, error, .. }) => {
+                            return Ending::UserError(describe_user_error(error));
+                        }
+                        Ok(WorkerMessage::Ready) => {
+                            return Ending::Failed("protocol violation: `ready` during an execution".into());
+                        }
+                        Err(e) => return Ending::Failed(format!("protocol violation: {e}")),
                     }
-                    Ok(WorkerMessage::Done { ok: true, value, .. }) => return Ending::Done(value),
-                    Ok(WorkerMessage::Done { ok: false, error, .. }) => {
-                        return Ending::UserError(describe_user_error(error));
-                    }
-                    Ok(WorkerMessage::Ready) => {
-                        return Ending::Failed("protocol violation: second `ready`".into());
-                    }
-                    Err(e) => return Ending::Failed(format!("protocol violation: {e}")),
                 }
-            }
-            Some((id, result)) = pending.next(), if !pending.is_empty() && ready.len() < REPLY_QUEUE => {
-                ready.push_back(proto::reply_line(id, &result));
-            }
-            // Woken as soon as the writer has room again, whatever else is happening.
-            room = replies.reserve(), if !ready.is_empty() => {
-                let (Ok(room), Some(reply)) = (room, ready.pop_front()) else {
-                    return Ending::WorkerExited;
-                };
-                room.send(reply);
+                Some((id, result)) = pending.next(), if !pending.is_empty() && ready.len() < REPLY_QUEUE => {
+                    ready.push_back(proto::reply_envelope(exec, id, &result));
+                }
+                // Woken as soon as the writer has room again, whatever else is happening.
+                room = self.outbox.reserve(), if !ready.is_empty() => {
+                    let (Ok(room), Some(reply)) = (room, ready.pop_front()) else {
+                        return Ending::WorkerExited;
+                    };
+                    room.send(reply);
+                }
             }
         }
     }
 }
 
-impl Drop for Worker {
+impl Drop for WorkerProcess {
     fn drop(&mut self) {
-        // A dropped worker (cancelled request, server shutdown) takes its whole group with it.
-        if let Some(pgid) = self.pgid {
-            jail::kill_group(pgid);
+        // A dropped process (retired, server shutdown) takes its whole group with it.
+        self.kill();
+    }
+}
+
+/// The words for an isolate the supervisor ended before it reported `done`.
+fn ended_early(reason: EndReason, message: Option<String>) -> Ending {
+    let detail = message
+        .map(|m| format!(": {}", truncate(&m, 2000)))
+        .unwrap_or_default();
+    match reason {
+        EndReason::Cancelled => Ending::Cancelled,
+        EndReason::Crashed => Ending::Failed(format!("the execution's isolate crashed{detail}")),
+        EndReason::Flood => Ending::Failed(format!(
+            "the execution sent output faster than it can be read and was stopped{detail}"
+        )),
+        EndReason::Protocol => Ending::Failed(format!("protocol violation{detail}")),
+    }
+}
+
+/// Fits a process's data limit to the isolates it holds (see `jail::ISOLATE_RESERVATION_BYTES`):
+/// `worker_memory_mb` plus one reservation per isolate. An ended isolate's reservation is freed
+/// a little after the supervisor reports it (its thread tears it down), and a limit below what
+/// the process maps already would make V8 fail fatally in another isolate's next allocation. So
+/// a limit going down stays at what is mapped plus [`LIMIT_SLACK`] while that is more, and is
+/// fitted again [`REFIT_AFTER`] later; it never rises above the previous limit plus the new
+/// isolates' reservations, so what the executions may map never grows by it. Cheap to clone.
+#[derive(Debug, Clone)]
+struct DataLimits {
+    pid: Option<u32>,
+    policy: jail::JailPolicy,
+    /// The count last reported, the limit set for it, and how many fits there have been (a
+    /// later refit applies only to the last).
+    last: Arc<Mutex<LastFit>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LastFit {
+    count: u64,
+    limit: u64,
+    fits: u64,
+}
+
+impl LastFit {
+    /// The limit for `count` isolates after this fit: their `target`, unless the process maps
+    /// more (`mapped`, plus the reservations of the isolates about to start) than that leaves
+    /// room for, and then never more than this fit's limit plus those reservations.
+    fn next_limit(&self, count: u64, target: u64, mapped: u64) -> u64 {
+        let added = count.saturating_sub(self.count) * jail::ISOLATE_RESERVATION_BYTES;
+        let ceiling = self.limit + added;
+        target.max(ceiling.min(mapped + added + LIMIT_SLACK))
+    }
+}
+
+/// Room above what a process maps while its limit goes down.
+const LIMIT_SLACK: u64 = 64 * 1024 * 1024;
+
+/// When a limit that could not yet go down to its count is fitted again.
+const REFIT_AFTER: Duration = Duration::from_millis(250);
+
+impl DataLimits {
+    fn new(pid: Option<u32>, policy: jail::JailPolicy) -> Self {
+        // What the jail set before exec: room for the main thread's isolate and the router's.
+        let last = LastFit {
+            count: 2,
+            limit: jail::data_limit(&policy, 2),
+            fits: 0,
+        };
+        DataLimits {
+            pid,
+            policy,
+            last: Arc::new(Mutex::new(last)),
         }
+    }
+
+    /// Sets the limit for `count` isolates; the answer to send, or why the process must go (it
+    /// asked for more isolates than it may hold, or the limit cannot be set).
+    fn fit(&self, count: u64) -> Result<String, String> {
+        if count > self.policy.max_isolates {
+            return Err(format!(
+                "it asked for {count} isolates, over its {}",
+                self.policy.max_isolates
+            ));
+        }
+        let pid = self.pid.ok_or("it has no process id")?;
+        let target = jail::data_limit(&self.policy, count);
+        let mapped = mapped_bytes(pid).unwrap_or(0);
+        let (limit, fits) = {
+            let mut last = self.last.lock().expect("limits lock");
+            let limit = last.next_limit(count, target, mapped);
+            *last = LastFit {
+                count,
+                limit,
+                fits: last.fits + 1,
+            };
+            (limit, last.fits)
+        };
+        jail::set_data_limit(pid, limit).map_err(|e| format!("cannot set its data limit: {e}"))?;
+        if limit > target {
+            let limits = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(REFIT_AFTER).await;
+                if limits.last.lock().expect("limits lock").fits == fits {
+                    let _ = limits.fit(count);
+                }
+            });
+        }
+        Ok(proto::allowed_envelope(count))
+    }
+}
+
+/// What process `pid` maps in the memory RLIMIT_DATA counts (`VmData`).
+fn mapped_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmData:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A process between its spawn and its `ready`: what explains its failure.
+struct Starting {
+    child: Option<Child>,
+    stderr: Option<tokio::task::JoinHandle<String>>,
+    heap_limit_mb: u32,
+    max_file_bytes: u64,
+}
+
+impl Starting {
+    /// Kills the process and explains why it did not start (`why`, or its exit).
+    async fn failed(&mut self, why: &str) -> SpawnError {
+        let diagnosis = self.diagnosis().await;
+        if diagnosis.contains("snapshot unusable") {
+            return SpawnError::SnapshotUnusable(diagnosis);
+        }
+        let why = if why.is_empty() {
+            diagnosis
+        } else {
+            format!("{why} ({diagnosis})")
+        };
+        SpawnError::NotReady(why)
+    }
+
+    /// Explains why the process stopped, from its exit status and stderr (killing it first if
+    /// it still runs).
+    async fn diagnosis(&mut self) -> String {
+        let mut status = None;
+        if let Some(child) = self.child.as_mut() {
+            if let Some(pgid) = child.id() {
+                // A process that stopped answering is not waited for.
+                if tokio::time::timeout(Duration::from_millis(500), child.wait())
+                    .await
+                    .is_err()
+                {
+                    jail::kill_group(pgid);
+                }
+            }
+            status = tokio::time::timeout(Duration::from_secs(2), child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok);
+        }
+        let stderr = match self.stderr.take() {
+            Some(tail) => tokio::time::timeout(Duration::from_secs(2), tail)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default(),
+            None => String::new(),
+        };
+        tracing::debug!(
+            ?status,
+            stderr = truncate(&stderr, 4000),
+            "worker process stopped"
+        );
+        diagnose_exit(status, &stderr, self.heap_limit_mb, self.max_file_bytes)
+    }
+}
+
+/// The process's reader: routes every envelope to its execution until the process is gone,
+/// then tells every execution still running why.
+async fn route(
+    process: std::sync::Weak<WorkerProcess>,
+    mut lines: FramedRead<OwnedReadHalf, LinesCodec>,
+    mut starting: Starting,
+    limits: DataLimits,
+) {
+    let violation = loop {
+        let line = match lines.next().await {
+            None | Some(Err(LinesCodecError::Io(_))) => break None,
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                break Some(format!("a message over {} bytes", proto::MAX_PROCESS_LINE));
+            }
+            Some(Ok(line)) => line,
+        };
+        let Some(p) = process.upgrade() else { return };
+        let (exec, routed) = match proto::parse_process_line(&line) {
+            Ok(ProcessMessage::Line { exec, line }) => (exec, Routed::Line(line)),
+            Ok(ProcessMessage::Ended {
+                exec,
+                reason,
+                message,
+            }) => (exec, Routed::Ended(reason, message)),
+            Ok(ProcessMessage::Stock { ready }) => {
+                p.ready_isolates.store(ready, Ordering::Relaxed);
+                continue;
+            }
+            Ok(ProcessMessage::Isolates { count }) => match limits.fit(count) {
+                Ok(allowed) => {
+                    let outbox = p.outbox.clone();
+                    drop(p);
+                    if outbox.send(allowed).await.is_err() {
+                        break None;
+                    }
+                    continue;
+                }
+                Err(e) => break Some(e),
+            },
+            Ok(ProcessMessage::Ready) => break Some("a second `ready`".to_string()),
+            Err(e) => break Some(e.to_string()),
+        };
+        let route = p.routes.lock().expect("routes lock").get(&exec).cloned();
+        drop(p);
+        // An execution that already ended (its late lines) has no route: they are dropped.
+        if let Some(route) = route {
+            let _ = route.send(routed).await;
+        }
+    };
+    let Some(p) = process.upgrade() else { return };
+    if let Some(violation) = &violation {
+        tracing::warn!(
+            process = p.id,
+            "worker process broke the protocol: {violation}"
+        );
+    }
+    p.kill();
+    let mut why = match violation {
+        Some(violation) => format!("protocol violation by the worker process: {violation}"),
+        None => starting.diagnosis().await,
+    };
+    let running = p.life.lock().expect("life lock").running;
+    if running > 1 {
+        why.push_str(&format!(
+            " (the worker process of this client session was running {running} executions, \
+             this one among them: all of them ended)"
+        ));
+    }
+    p.life.lock().expect("life lock").gone = Some(why.clone());
+    let routes: Vec<_> = p
+        .routes
+        .lock()
+        .expect("routes lock")
+        .values()
+        .cloned()
+        .collect();
+    for route in routes {
+        let _ = route.send(Routed::Gone).await;
+    }
+    tracing::debug!(process = p.id, "worker process gone: {why}");
+}
+
+/// Keeps the last [`STDERR_TAIL_BYTES`] of a stream until it ends.
+async fn read_tail(mut stderr: impl tokio::io::AsyncRead + Unpin) -> String {
+    let mut tail = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stderr.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * STDERR_TAIL_BYTES {
+            tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+        }
+    }
+    String::from_utf8_lossy(&tail).into_owned()
+}
+
+/// The path a worker process's socket is bound to must fit `sockaddr_un`.
+fn socket_path_fits(path: &Path) -> bool {
+    path.as_os_str().len() < 100
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+    const RES: u64 = jail::ISOLATE_RESERVATION_BYTES;
+
+    fn at(count: u64, limit: u64) -> LastFit {
+        LastFit {
+            count,
+            limit,
+            fits: 0,
+        }
+    }
+
+    #[test]
+    fn the_limit_follows_the_isolates_when_nothing_else_is_mapped() {
+        let base = 1536 * MIB;
+        // Growing: room for the new reservation; going down: back to the target.
+        assert_eq!(
+            at(4, base + 4 * RES).next_limit(5, base + 5 * RES, 4 * RES + 80 * MIB),
+            base + 5 * RES
+        );
+        assert_eq!(
+            at(5, base + 5 * RES).next_limit(4, base + 4 * RES, 4 * RES + 80 * MIB),
+            base + 4 * RES
+        );
+    }
+
+    #[test]
+    fn an_ended_isolate_still_mapped_keeps_its_room_for_a_while() {
+        let base = 1536 * MIB;
+        // Five reservations still mapped (and executions using most of their memory) while the
+        // count says four: not below what is mapped.
+        let mapped = 5 * RES + base - 20 * MIB;
+        let limit = at(5, base + 5 * RES).next_limit(4, base + 4 * RES, mapped);
+        assert_eq!(limit, base + 5 * RES);
+        assert!(limit >= mapped + 16 * MIB);
+        // And a new isolate then still finds room beside the one not yet gone.
+        let next = at(4, limit).next_limit(5, base + 5 * RES, mapped);
+        assert!(next >= mapped + RES, "{next} < {}", mapped + RES);
+    }
+
+    #[test]
+    fn memory_mapped_up_to_the_limit_gains_nothing_from_a_refit() {
+        let base = 1536 * MIB;
+        let limit = base + 4 * RES;
+        // A bomb holds the process at its limit: refits and counts going down never raise it.
+        assert_eq!(at(4, limit).next_limit(4, limit, limit), limit);
+        assert_eq!(at(4, limit).next_limit(3, base + 3 * RES, limit), limit);
+        // A new isolate gets its reservation's worth, no more.
+        assert_eq!(
+            at(4, limit).next_limit(5, base + 5 * RES, limit),
+            limit + RES
+        );
     }
 }

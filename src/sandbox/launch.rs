@@ -1,9 +1,9 @@
 //! How a Deno process of the sandbox is started: [`WorkerConfig`] (the runtimes, the limits,
 //! what workers start from) and `WorkerConfig::deno_command`, the one place a Deno command
-//! line is written, for a worker and for the trusted run that makes the Pyodide snapshot alike:
-//! the jail and the filesystem it may reach (`fs_rules`), the environment (`DENO_DIR` only), the
-//! working directory, the flags, the permissions, the runner and its arguments. Spawning and
-//! driving the process is `host`'s.
+//! line is written, for a worker process and for the trusted run that makes the Pyodide
+//! snapshot alike: the jail and the filesystem it may reach (`fs_rules`), the environment, the
+//! working directory, the flags, the permissions, the supervisor and its arguments. Spawning
+//! and driving the process is `host`'s.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,7 +14,7 @@ use super::fs_rules::{self, FsGrants};
 use super::jail::{self, JailPolicy};
 use super::proto::Language;
 use super::runner;
-use super::seed::{self, PreparedSlot};
+use super::seed::PreparedSlot;
 
 /// The largest file the trusted snapshot run may write (the Pyodide memory snapshot is about
 /// 30 MiB); workers get [`JailPolicy::max_file_bytes`].
@@ -38,9 +38,8 @@ pub struct WorkerConfig {
     pub deno: PathBuf,
     pub pyodide_dir: PathBuf,
     /// What the trusted preparation run made, verified: the Pyodide memory snapshot Python
-    /// workers start from and the seed of every worker's Deno cache. Workers use it while it is
-    /// set (it may be made in the background after the server has started, and is dropped if a
-    /// worker finds the snapshot unusable).
+    /// isolates start from. Processes use it while it is set (it may be made in the background
+    /// after the server has started, and is dropped if a process finds it unusable).
     pub prepared: PreparedSlot,
     pub heap_limit_mb: u32,
     pub jail: JailPolicy,
@@ -54,19 +53,37 @@ pub struct WorkerConfig {
 /// What a Deno process is started for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Purpose<'a> {
-    /// A worker that will run one execution of `language`.
-    Worker {
+    /// A worker process running executions of `language`, each in an isolate of its own.
+    Process {
         language: Language,
-        /// Pay the runtime's first-use costs before announcing `ready` (a pooled worker);
-        /// without it, a worker started for an execution already waiting skips them.
-        warm_up: bool,
-        /// The verified Pyodide memory snapshot a Python worker starts from.
+        /// The host's socket, the process's one connection to the host.
+        socket: &'a Path,
+        /// Isolates it keeps prepared.
+        stock: usize,
+        /// The verified Pyodide memory snapshot Python isolates start from.
         snapshot: Option<&'a Path>,
-        /// The worker's private copy of the wrapper modules, readable by it.
+        /// The process's private copy of the wrapper modules, readable by it.
         wrappers: Option<&'a Path>,
     },
     /// The trusted run that writes the Pyodide memory snapshot to `out` (no user code).
     Snapshot { out: &'a Path },
+}
+
+/// The environment of every Deno process of the sandbox, besides `DENO_DIR` (none of it is
+/// readable by user code: no `--allow-env`). Deno writes no transpiled module to its cache
+/// (each process's `DENO_DIR` is read-only to it: with no cache on disk, nothing one execution
+/// loads is there for another), and the C allocator keeps two arenas rather than one per
+/// isolate thread (freed isolates' memory goes back instead of lingering in idle arenas: a
+/// Python process held 554 MiB after 100 executions with one per thread, 224 MiB with two).
+const ENVIRONMENT: [(&str, &str); 2] = [
+    ("DENO_EMIT_CACHE_MODE", "disable"),
+    ("GLIBC_TUNABLES", "glibc.malloc.arena_max=2"),
+];
+
+/// The names of the only variables a worker process is given (the appliance's posture checks
+/// that its workers hold no others).
+pub(crate) fn environment_names() -> impl Iterator<Item = &'static str> {
+    std::iter::once("DENO_DIR").chain(ENVIRONMENT.iter().map(|(name, _)| *name))
 }
 
 impl WorkerConfig {
@@ -90,35 +107,37 @@ impl WorkerConfig {
         }
         let mut cmd = tokio::process::Command::new(&self.deno);
         jail::confine(&mut cmd, policy, &self.grants(purpose, deno_dir, cwd))?;
-        // The only variable a Deno process sees; user code cannot read it (no --allow-env).
-        cmd.env("DENO_DIR", deno_dir).current_dir(cwd);
+        cmd.env("DENO_DIR", deno_dir)
+            .envs(ENVIRONMENT)
+            .current_dir(cwd);
         cmd.args(BASE_FLAGS);
         match purpose {
-            Purpose::Worker {
+            Purpose::Process {
                 language,
-                warm_up,
+                socket,
+                stock,
                 snapshot,
                 wrappers,
             } => {
-                cmd.args(self.worker_flags(language, snapshot, wrappers));
-                cmd.arg(runner_url());
-                // Script arguments (`Deno.args`): the language, and for Python where Pyodide
-                // (and its snapshot) live, so the runner can load it before announcing `ready`.
-                cmd.arg(language.as_str());
+                cmd.args(self.process_flags(language, socket, snapshot, wrappers));
+                cmd.arg(supervisor_url());
+                // Script arguments (`Deno.args`), see the supervisor's opening comment.
+                cmd.arg(language.as_str())
+                    .arg(socket)
+                    .arg(stock.to_string())
+                    .arg(self.jail.max_isolates.to_string());
                 if language == Language::Python {
                     cmd.arg(&self.pyodide_dir);
                     if let Some(snapshot) = snapshot {
                         cmd.arg(snapshot);
                     }
                 }
-                if !warm_up {
-                    cmd.arg("--no-warm-up");
-                }
             }
             Purpose::Snapshot { out } => {
-                cmd.arg(format!("--allow-read={}", self.pyodide_dir.display()))
+                cmd.arg(format!("--v8-flags={}", self.v8_flags(Language::Python)))
+                    .arg(format!("--allow-read={}", self.pyodide_dir.display()))
                     .arg(format!("--allow-write={}", out.display()))
-                    .arg(runner_url())
+                    .arg(supervisor_url())
                     .arg("snapshot")
                     .arg(&self.pyodide_dir)
                     .arg(out);
@@ -127,10 +146,9 @@ impl WorkerConfig {
         Ok(cmd)
     }
 
-    /// What the kernel lets the process for `purpose` reach: a worker reads its own
-    /// directories (and for Python, Pyodide and the snapshot), may rewrite the cache files
-    /// `seed` put there and create files only in the emit directory; the trusted snapshot run
-    /// may write its cache and the directory of its output.
+    /// What the kernel lets the process for `purpose` reach: a worker process reads its own
+    /// directories (and for Python, Pyodide and the snapshot) and writes nothing; the trusted
+    /// snapshot run may write the directory of its output.
     pub(crate) fn grants(&self, purpose: Purpose<'_>, deno_dir: &Path, cwd: &Path) -> FsGrants {
         let mut grants = FsGrants {
             executables: vec![self.deno.clone()],
@@ -138,22 +156,16 @@ impl WorkerConfig {
             ..FsGrants::default()
         };
         match purpose {
-            Purpose::Worker {
+            Purpose::Process {
                 language, snapshot, ..
             } => {
                 if language == Language::Python {
                     grants.reads.push(self.pyodide_dir.clone());
                     grants.reads.extend(snapshot.map(Path::to_path_buf));
                 }
-                grants.writable_files = seed::WRITABLE_CACHE_FILES
-                    .iter()
-                    .map(|name| deno_dir.join(name))
-                    .collect();
-                grants.writable_trees.push(deno_dir.join(seed::EMIT_DIR));
             }
             Purpose::Snapshot { out } => {
                 grants.reads.push(self.pyodide_dir.clone());
-                grants.writable_trees.push(deno_dir.to_path_buf());
                 grants
                     .writable_trees
                     .extend(out.parent().map(Path::to_path_buf));
@@ -162,60 +174,68 @@ impl WorkerConfig {
         grants
     }
 
-    /// A worker's flags after the common ones: its V8 settings and its only permissions.
-    fn worker_flags(
-        &self,
-        language: Language,
-        snapshot: Option<&Path>,
-        wrappers: Option<&Path>,
-    ) -> Vec<String> {
-        // A pooled worker may idle for minutes before its one execution. V8 would meanwhile
-        // flush the bytecode of the runner functions the warm-up compiled (and the TypeScript
-        // loader's), and the execution would pay to compile them again: 2-4 ms of a 2 ms run.
+    /// The V8 settings of every isolate of a process for `language` (V8's flags are the
+    /// process's: each isolate gets these limits).
+    fn v8_flags(&self, language: Language) -> String {
+        // A prepared isolate may wait for minutes before its one execution. V8 would meanwhile
+        // flush the bytecode of the runner functions it compiled, and the execution would pay
+        // to compile them again.
         let mut v8_flags = format!(
             "--max-old-space-size={},--no-flush-bytecode",
             self.heap_limit_mb
         );
         if language == Language::Python {
-            // Python's own recursion limit must trip before V8's stack runs out (the main
-            // thread stack is 8 MiB; these stay well inside it).
+            // Python's own recursion limit must trip before V8's stack runs out (isolate threads
+            // have 8 MiB stacks; these stay well inside them).
             v8_flags.push_str(",--stack-size=4000,--wasm-stack-switching-stack-size=4000");
             // Optimise only really hot WebAssembly (the interpreter loop of a long
             // computation), 100x V8's default threshold. With the default, loading Pyodide and
-            // its first runs send hundreds of lukewarm functions to the optimising compiler:
-            // ~400 ms of background CPU per worker, stealing the core a running execution needs
-            // (print(1) took ~40 ms instead of ~7), and long computations still finished no
-            // sooner.
+            // its first runs send hundreds of lukewarm functions to the optimising compiler,
+            // stealing the core a running execution needs, and long computations still finished
+            // no sooner. (The process's compiled module is shared by its isolates: what one
+            // optimises, the next ones use.)
             v8_flags.push_str(",--wasm-tiering-budget=1300000000");
         }
-        let mut flags = vec![
-            // V8's code cache lives in the worker's private DENO_DIR, which dies with the
-            // worker: writing it only costs time (~20 ms of CPU per start, and SQLite writes
-            // during the execution).
-            "--no-code-cache".to_string(),
-            format!("--v8-flags={v8_flags}"),
-        ];
-        // The only permissions any worker ever gets: reading its own copy of the wrapper
-        // modules, and for Python the Pyodide distribution (and its verified snapshot).
-        let mut readable: Vec<&Path> = wrappers.into_iter().collect();
+        v8_flags
+    }
+
+    /// A worker process's flags after the common ones: its V8 settings and its only
+    /// permissions. The socket's (net, read and write of that one path) are the supervisor's,
+    /// given up once it is connected, before any isolate starts (see the supervisor).
+    fn process_flags(
+        &self,
+        language: Language,
+        socket: &Path,
+        snapshot: Option<&Path>,
+        wrappers: Option<&Path>,
+    ) -> Vec<String> {
+        let socket = socket.display().to_string();
+        // The only read permissions any isolate keeps: its copy of the wrapper modules, and for
+        // Python the Pyodide distribution (and its verified snapshot).
+        let mut readable: Vec<String> = vec![socket.clone()];
+        readable.extend(wrappers.map(|p| p.display().to_string()));
         if language == Language::Python {
-            readable.push(&self.pyodide_dir);
-            readable.extend(snapshot);
+            readable.push(self.pyodide_dir.display().to_string());
+            readable.extend(snapshot.map(|p| p.display().to_string()));
         }
-        if !readable.is_empty() {
-            let list: Vec<String> = readable.iter().map(|p| p.display().to_string()).collect();
-            flags.push(format!("--allow-read={}", list.join(",")));
-        }
-        flags
+        vec![
+            // V8's code cache lives in the process's `DENO_DIR`, which it may not write.
+            "--no-code-cache".to_string(),
+            format!("--v8-flags={}", self.v8_flags(language)),
+            format!("--allow-net=unix:{socket}"),
+            format!("--allow-read={}", readable.join(",")),
+            format!("--allow-write={socket}"),
+        ]
     }
 }
 
-/// The runner as the `data:` URL Deno runs as its main module: embedded in the binary, so no
-/// file on disk is needed and none can be swapped.
-pub(crate) fn runner_url() -> String {
+/// The supervisor as the `data:` URL Deno runs as its main module: embedded in the binary, so
+/// no file on disk is needed and none can be swapped (the isolate runner reaches it on its
+/// standard input, from the binary too).
+pub(crate) fn supervisor_url() -> String {
     format!(
         "data:application/javascript;base64,{}",
-        base64::engine::general_purpose::STANDARD.encode(runner::SOURCE)
+        base64::engine::general_purpose::STANDARD.encode(runner::SUPERVISOR_SOURCE)
     )
 }
 
@@ -254,48 +274,70 @@ mod tests {
             .collect()
     }
 
+    fn allowed(args: &[String]) -> Vec<&String> {
+        args.iter().filter(|a| a.starts_with("--allow")).collect()
+    }
+
     #[test]
-    fn a_typescript_worker_gets_no_permission_at_all() {
-        let worker = Purpose::Worker {
+    fn a_typescript_process_may_reach_its_socket_only() {
+        let process = Purpose::Process {
             language: Language::Typescript,
-            warm_up: true,
+            socket: Path::new("/w/host.sock"),
+            stock: 2,
             snapshot: None,
             wrappers: None,
         };
         let cmd = config()
-            .deno_command(worker, Path::new("/w/cache"), Path::new("/w/cwd"))
+            .deno_command(process, Path::new("/w/deno"), Path::new("/w/cwd"))
             .unwrap();
         let args = args(&cmd);
         assert_eq!(&args[..7], BASE_FLAGS);
-        assert!(args.iter().all(|a| !a.starts_with("--allow")), "{args:?}");
-        assert_eq!(args[args.len() - 1], "typescript");
-        let envs: Vec<_> = cmd.as_std().get_envs().collect();
-        assert_eq!(envs.len(), 1, "{envs:?}");
+        assert_eq!(
+            allowed(&args),
+            [
+                "--allow-net=unix:/w/host.sock",
+                "--allow-read=/w/host.sock",
+                "--allow-write=/w/host.sock"
+            ]
+        );
+        assert_eq!(
+            args[args.len() - 4..],
+            ["typescript", "/w/host.sock", "2", "16"]
+        );
+        let envs: Vec<_> = cmd.as_std().get_envs().map(|(k, _)| k.to_owned()).collect();
+        assert_eq!(
+            envs,
+            ["DENO_DIR", "DENO_EMIT_CACHE_MODE", "GLIBC_TUNABLES"],
+            "nothing of the server's environment"
+        );
         assert_eq!(cmd.as_std().get_current_dir(), Some(Path::new("/w/cwd")));
+        // The kernel lets it write nothing.
+        let grants = config().grants(process, Path::new("/w/deno"), Path::new("/w/cwd"));
+        assert!(grants.writable_trees.is_empty() && grants.writable_files.is_empty());
     }
 
     #[test]
-    fn a_python_worker_reads_pyodide_its_snapshot_and_its_wrappers_only() {
-        let worker = Purpose::Worker {
+    fn a_python_process_reads_pyodide_its_snapshot_and_its_wrappers_too() {
+        let process = Purpose::Process {
             language: Language::Python,
-            warm_up: false,
+            socket: Path::new("/w/s"),
+            stock: 1,
             snapshot: Some(Path::new("/c/py.snapshot")),
             wrappers: Some(Path::new("/w/cwd/wrappers")),
         };
         let args = args(
             &config()
-                .deno_command(worker, Path::new("/w/c"), Path::new("/w/cwd"))
+                .deno_command(process, Path::new("/w/d"), Path::new("/w/cwd"))
                 .unwrap(),
         );
-        let allow: Vec<&String> = args.iter().filter(|a| a.starts_with("--allow")).collect();
         assert_eq!(
-            allow,
-            ["--allow-read=/w/cwd/wrappers,/rt/pyodide,/c/py.snapshot"]
+            allowed(&args)[1],
+            "--allow-read=/w/s,/w/cwd/wrappers,/rt/pyodide,/c/py.snapshot"
         );
-        let tail = &args[args.len() - 4..];
+        let tail = &args[args.len() - 6..];
         assert_eq!(
             tail,
-            ["python", "/rt/pyodide", "/c/py.snapshot", "--no-warm-up"]
+            ["python", "/w/s", "1", "16", "/rt/pyodide", "/c/py.snapshot"]
         );
     }
 
@@ -309,9 +351,8 @@ mod tests {
                 .deno_command(snapshot, Path::new("/c/d"), Path::new("/c/w"))
                 .unwrap(),
         );
-        let allow: Vec<&String> = args.iter().filter(|a| a.starts_with("--allow")).collect();
         assert_eq!(
-            allow,
+            allowed(&args),
             ["--allow-read=/rt/pyodide", "--allow-write=/c/.s/snapshot"]
         );
         assert_eq!(

@@ -80,7 +80,7 @@ impl Ending {
             Ending::Cancelled => (
                 EndKind::Cancelled,
                 None,
-                Some("execution cancelled by the client; the worker was killed".into()),
+                Some("execution cancelled by the client; its isolate was ended".into()),
             ),
             Ending::WorkerExited => {
                 let diagnosis = diagnosis.unwrap_or_else(|| "the worker exited".into());
@@ -99,16 +99,6 @@ impl Ending {
 const DISK_LIMIT: &str = "disk limit";
 
 const MIB: u64 = 1024 * 1024;
-
-/// The error of an execution whose worker's private directory grew past `limit` bytes.
-pub(crate) fn disk_limit_error(used: u64, limit: u64) -> String {
-    format!(
-        "{DISK_LIMIT}: the execution made the worker write {} MiB to disk, over its {} MiB \
-         limit (dynamic imports fill the worker's module cache), and was killed",
-        used / MIB,
-        limit / MIB
-    )
-}
 
 /// How an out-of-memory diagnosis starts.
 const OUT_OF_MEMORY: &str = "out of memory";
@@ -159,8 +149,7 @@ pub(crate) fn diagnose_exit(
     }
     if status.and_then(|s| s.signal()) == Some(libc::SIGXFSZ) {
         return format!(
-            "{DISK_LIMIT}: the execution made the worker write a file over its {} MiB limit \
-             (dynamic imports fill the worker's module cache) and was killed",
+            "{DISK_LIMIT}: the worker process wrote a file over its {} MiB limit and was killed",
             max_file_bytes / MIB
         );
     }

@@ -1,105 +1,182 @@
-//! Warm workers: a small stock of started, ready, never-used workers per language, refilled in
-//! the background, so an execution does not wait for a process to start. Each worker still runs
-//! exactly one execution; the pool only moves the start-up cost off the request path.
+//! Worker processes by client session: the process boundary follows the trust boundary. Each
+//! client session (over stdio the one client; over HTTP each authenticated principal) gets a
+//! worker process of its own per language, never shared with another session; its executions
+//! each run in a fresh isolate of that process. A process is retired (no new executions; killed
+//! once its running ones end) after `max_executions`, after `max_age`, after a timeout in it
+//! (`host`), when the wrapper modules change, or when its session has been idle for
+//! [`IDLE_AFTER`]; one that crashed is replaced at once. So that neither a new session nor the
+//! successor of a retired process waits for a process to start, one spare process per language
+//! is kept started and ready, bound to no session until it is taken: for TypeScript from the
+//! start, for Python (a process with a prepared Pyodide holds about 200 MiB) from its first
+//! execution until the language has gone unused for [`IDLE_AFTER`].
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::host::{SpawnError, Worker};
+use super::host::{SpawnError, WorkerProcess};
 use super::launch::WorkerConfig;
-use super::pause::Starting;
 use super::proto::Language;
+use super::stage;
 
-/// A stock of ready workers for one language.
-pub(crate) struct WorkerPool {
-    config: WorkerConfig,
-    language: Language,
-    size: usize,
-    ready: Mutex<VecDeque<Worker>>,
-    wanted: Arc<Notify>,
-    starting: Starting,
+/// How long a session's process may sit unused before it is retired (a session that comes
+/// back gets the spare).
+pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(300);
+
+/// How often retirements for age and idleness are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// When worker processes are replaced, and what they keep ready.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProcessPolicy {
+    /// Isolates each process keeps prepared; 0 keeps none (and no spare process).
+    pub stock: usize,
+    /// Executions a process runs before it is retired.
+    pub max_executions: u64,
+    /// How long a process serves before it is retired.
+    pub max_age: Duration,
+    /// Session processes that may live at once; past it, the one idle the longest is retired.
+    pub max_sessions: usize,
+    /// Keep a spare from the start, rather than from the language's first execution on.
+    pub spare_from_start: bool,
 }
 
-impl WorkerPool {
-    /// Creates the pool and starts filling it in the background. `size` 0 disables pooling.
-    pub(crate) fn start(config: WorkerConfig, language: Language, size: usize) -> Arc<Self> {
-        let pool = Arc::new(WorkerPool {
+/// The worker processes of one language.
+pub(crate) struct ProcessPool {
+    config: WorkerConfig,
+    language: Language,
+    policy: ProcessPolicy,
+    spare: Mutex<Option<Arc<WorkerProcess>>>,
+    bound: Mutex<HashMap<String, Arc<WorkerProcess>>>,
+    /// Held while a session's process is being found or started, so that two executions of
+    /// one session arriving together end up in one process.
+    binding: tokio::sync::Mutex<()>,
+    wanted: Arc<Notify>,
+    /// Whether a spare is kept now, and when a session last asked for a process.
+    spare_wanted: std::sync::atomic::AtomicBool,
+    last_acquired: Mutex<std::time::Instant>,
+}
+
+impl ProcessPool {
+    /// Creates the pool; with `warm`, it keeps a spare process started in the background.
+    pub(crate) fn start(
+        config: WorkerConfig,
+        language: Language,
+        policy: ProcessPolicy,
+        warm: bool,
+    ) -> Arc<Self> {
+        let pool = Arc::new(ProcessPool {
             config,
             language,
-            size,
-            ready: Mutex::new(VecDeque::new()),
+            policy,
+            spare: Mutex::new(None),
+            bound: Mutex::new(HashMap::new()),
+            binding: tokio::sync::Mutex::new(()),
             wanted: Arc::new(Notify::new()),
-            starting: Starting::default(),
+            spare_wanted: std::sync::atomic::AtomicBool::new(policy.spare_from_start),
+            last_acquired: Mutex::new(std::time::Instant::now()),
         });
-        if size > 0 {
-            let weak = Arc::downgrade(&pool);
-            tokio::spawn(async move { refill(weak).await });
+        if warm && policy.stock > 0 {
+            tokio::spawn(keep_spare(Arc::downgrade(&pool)));
         }
+        tokio::spawn(sweep(Arc::downgrade(&pool)));
         pool
     }
 
-    /// A ready worker: from the stock if one is alive, else started now.
-    ///
-    /// Starting a Deno process (let alone Pyodide) takes far more CPU than a short execution,
-    /// and on a small machine it would slow down the very execution it is meant to serve. So
-    /// when the worker comes from the stock, its replacement is started once it has finished
-    /// (killed and reaped), and a stock worker still starting is paused meanwhile; both wait
-    /// at most [`REFILL_DELAY`]. When the stock is empty (more demand than stock), nothing is
-    /// held back: the refill goes on, in parallel with the worker started here.
-    pub(crate) async fn take(&self) -> Result<Worker, SpawnError> {
-        let taken = std::time::Instant::now();
-        let pooled = loop {
-            let next = self.ready.lock().expect("pool lock").pop_front();
-            match next {
-                Some(mut worker) => {
-                    if worker.is_alive() {
-                        break Some(worker);
-                    }
-                    // Died while waiting (e.g. killed from outside): drop it, try the next.
-                }
-                None => break None,
-            }
-        };
-        let from_stock = pooled.is_some();
-        let mut worker = match pooled {
-            Some(worker) => worker,
-            None => {
-                self.wanted.notify_one();
-                self.start_one(false).await?
-            }
-        };
-        tracing::debug!(
-            language = self.language.as_str(),
-            from_stock,
-            us = taken.elapsed().as_micros() as u64,
-            "pool: worker taken"
-        );
-        if from_stock && self.size > 0 {
-            let paused = self.starting.pause();
-            let retired = worker.retirement();
-            let wanted = self.wanted.clone();
-            tokio::spawn(async move {
-                let _ = tokio::time::timeout(REFILL_DELAY, retired).await;
-                drop(paused);
-                wanted.notify_one();
-            });
+    /// The process that runs `session`'s next execution: its own if it still serves, else the
+    /// spare (now bound to it), else one started now.
+    pub(crate) async fn acquire(&self, session: &str) -> Result<Arc<WorkerProcess>, SpawnError> {
+        *self.last_acquired.lock().expect("last acquired lock") = std::time::Instant::now();
+        if !self
+            .spare_wanted
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.wanted.notify_one();
         }
-        Ok(worker)
+        if let Some(process) = self.serving(session) {
+            return Ok(process);
+        }
+        let _binding = self.binding.lock().await;
+        if let Some(process) = self.serving(session) {
+            return Ok(process);
+        }
+        let spare = self.spare.lock().expect("spare lock").take();
+        self.wanted.notify_one();
+        let process = match spare.filter(|p| p.is_serving() && self.wrappers_current(p)) {
+            Some(process) => process,
+            None => self.start_one().await?,
+        };
+        let evicted = {
+            let mut bound = self.bound.lock().expect("bound lock");
+            bound.insert(session.to_string(), process.clone());
+            self.over_capacity(&mut bound)
+        };
+        if let Some(evicted) = evicted {
+            evicted.retire("too many client sessions: the one idle the longest made room");
+        }
+        tracing::debug!(
+            process = process.id(),
+            language = self.language.as_str(),
+            session,
+            "worker process bound to a client session"
+        );
+        Ok(process)
     }
 
-    /// Starts a worker, warmed up for the stock (`pooled`) or for an execution waiting for it;
-    /// a snapshot the runner refuses is dropped (logged loudly) and the start retried without
-    /// it, so Python keeps working, only slower to start.
-    async fn start_one(&self, pooled: bool) -> Result<Worker, SpawnError> {
-        let start = || async {
-            if pooled {
-                Worker::start_pooled(&self.config, self.language, &self.starting).await
-            } else {
-                Worker::start_on_demand(&self.config, self.language).await
-            }
+    /// `session`'s process, if it may take another execution; one that may not is let go.
+    fn serving(&self, session: &str) -> Option<Arc<WorkerProcess>> {
+        let mut bound = self.bound.lock().expect("bound lock");
+        let process = bound.get(session)?.clone();
+        let (served, _) = process.served_and_running();
+        let retire = if process.is_gone() {
+            None
+        } else if served >= self.policy.max_executions {
+            Some("it ran its share of executions")
+        } else if !self.wrappers_current(&process) {
+            Some("the wrapper modules changed")
+        } else {
+            None
         };
+        if let Some(why) = retire {
+            process.retire(why);
+        }
+        if process.is_serving() {
+            Some(process)
+        } else {
+            bound.remove(session);
+            None
+        }
+    }
+
+    /// Whether the process was given the wrapper modules as they are now.
+    fn wrappers_current(&self, process: &WorkerProcess) -> bool {
+        process.wrappers()
+            == stage::fingerprint(self.config.wrappers_dir.as_deref(), self.language).as_deref()
+    }
+
+    /// With more session processes than allowed, the one idle the longest (running nothing).
+    fn over_capacity(
+        &self,
+        bound: &mut HashMap<String, Arc<WorkerProcess>>,
+    ) -> Option<Arc<WorkerProcess>> {
+        if bound.len() <= self.policy.max_sessions {
+            return None;
+        }
+        let oldest = bound
+            .iter()
+            .filter(|(_, p)| p.served_and_running().1 == 0)
+            .max_by_key(|(_, p)| p.idle_for())
+            .map(|(session, _)| session.clone())?;
+        bound.remove(&oldest)
+    }
+
+    /// Starts a process now (an execution waits for it); a snapshot the runner refuses is
+    /// dropped (logged loudly) and the start retried without it, so Python keeps working, only
+    /// slower to start.
+    async fn start_one(&self) -> Result<Arc<WorkerProcess>, SpawnError> {
+        let start = || WorkerProcess::start(&self.config, self.language, self.policy.stock);
         match start().await {
             Err(SpawnError::SnapshotUnusable(reason)) => {
                 tracing::error!("discarding the Pyodide snapshot: {reason}");
@@ -110,75 +187,123 @@ impl WorkerPool {
         }
     }
 
-    /// Workers currently waiting in the stock.
-    pub(crate) fn ready_count(&self) -> usize {
-        self.ready.lock().expect("pool lock").len()
+    /// Isolates prepared and waiting, over every process of this language.
+    pub(crate) fn ready_isolates(&self) -> usize {
+        let spare = self.spare.lock().expect("spare lock");
+        let bound = self.bound.lock().expect("bound lock");
+        spare
+            .iter()
+            .chain(bound.values())
+            .filter(|p| p.is_serving())
+            .map(|p| p.ready_isolates())
+            .sum()
     }
 
-    pub(crate) fn size(&self) -> usize {
-        self.size
+    /// Worker processes alive: bound to a session, and spare.
+    pub(crate) fn process_counts(&self) -> (usize, usize) {
+        let spare = self.spare.lock().expect("spare lock");
+        let bound = self.bound.lock().expect("bound lock");
+        let alive = |p: &&Arc<WorkerProcess>| !p.is_gone();
+        (
+            bound.values().filter(alive).count(),
+            spare.iter().filter(alive).count(),
+        )
+    }
+
+    /// Isolates each process keeps prepared.
+    pub(crate) fn stock(&self) -> usize {
+        self.policy.stock
+    }
+
+    /// Retires the processes that served long enough or sat idle.
+    fn sweep_once(&self) {
+        let mut bound = self.bound.lock().expect("bound lock");
+        bound.retain(|_, process| {
+            let (_, running) = process.served_and_running();
+            if process.age() > self.policy.max_age {
+                process.retire("it served its time");
+            } else if running == 0 && process.idle_for() > IDLE_AFTER {
+                process.retire("its client session was idle");
+            }
+            process.is_serving()
+        });
+        drop(bound);
+        let unused = self
+            .last_acquired
+            .lock()
+            .expect("last acquired lock")
+            .elapsed()
+            > IDLE_AFTER;
+        if !self.policy.spare_from_start && unused {
+            self.spare_wanted
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        let keep = self.spare_wanted.load(std::sync::atomic::Ordering::Relaxed);
+        let mut spare = self.spare.lock().expect("spare lock");
+        if spare.as_ref().is_some_and(|p| {
+            !keep || !p.is_serving() || p.age() > self.policy.max_age || !self.wrappers_current(p)
+        }) {
+            if let Some(p) = spare.take() {
+                p.retire("the spare served its time, or its language went unused");
+            }
+            self.wanted.notify_one();
+        }
     }
 }
 
-/// How long a taken worker may run before its replacement is started anyway.
-const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// Memory the machine must still have available before another idle worker is started.
-const MIN_AVAILABLE_BYTES: u64 = 512 * 1024 * 1024;
-
-/// `MemAvailable` from /proc/meminfo, if readable.
-fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
-}
-
-/// Keeps the stock full until the pool is dropped, as long as the machine has memory to spare
-/// (idle workers are a convenience, never worth memory pressure). Start failures back off, so
-/// a broken runtime does not spin.
-async fn refill(pool: std::sync::Weak<WorkerPool>) {
-    let mut backoff = std::time::Duration::from_millis(100);
+/// Keeps one spare process started until the pool is dropped. Start failures back off, so a
+/// broken runtime does not spin.
+async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
+    let mut backoff = Duration::from_millis(100);
     loop {
         let Some(p) = pool.upgrade() else { return };
-        if p.ready_count() >= p.size {
+        let has_spare = p
+            .spare
+            .lock()
+            .expect("spare lock")
+            .as_ref()
+            .is_some_and(|s| s.is_serving());
+        if has_spare || !p.spare_wanted.load(std::sync::atomic::Ordering::Relaxed) {
             // `notify_one` keeps a permit, so a take between here and the await is not lost.
             let wanted = p.wanted.clone();
             drop(p);
             wanted.notified().await;
             continue;
         }
-        if available_memory().is_some_and(|bytes| bytes < MIN_AVAILABLE_BYTES) {
-            drop(p);
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            continue;
-        }
         let started = std::time::Instant::now();
-        match p.start_one(true).await {
-            Ok(worker) => {
+        let result = WorkerProcess::start(&p.config, p.language, p.policy.stock).await;
+        match result {
+            Ok(process) => {
                 tracing::debug!(
                     language = p.language.as_str(),
                     us = started.elapsed().as_micros() as u64,
-                    "pool: worker started and ready"
+                    "spare worker process ready"
                 );
-                p.ready.lock().expect("pool lock").push_back(worker);
-                backoff = std::time::Duration::from_millis(100);
+                *p.spare.lock().expect("spare lock") = Some(process);
+                backoff = Duration::from_millis(100);
+            }
+            Err(SpawnError::SnapshotUnusable(reason)) => {
+                tracing::error!("discarding the Pyodide snapshot: {reason}");
+                p.config.prepared.discard();
             }
             Err(e) => {
                 tracing::warn!(
                     language = p.language.as_str(),
-                    "cannot pre-start a worker: {e}"
+                    "cannot start a spare worker process: {e}"
                 );
                 drop(p);
                 tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(std::time::Duration::from_secs(30));
+                backoff = (backoff * 2).min(Duration::from_secs(30));
             }
         }
+    }
+}
+
+/// Looks for retirements every [`SWEEP_EVERY`] until the pool is dropped.
+async fn sweep(pool: std::sync::Weak<ProcessPool>) {
+    loop {
+        tokio::time::sleep(SWEEP_EVERY).await;
+        let Some(p) = pool.upgrade() else { return };
+        p.sweep_once();
     }
 }

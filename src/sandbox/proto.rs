@@ -1,16 +1,26 @@
-//! Messages between the host and a sandbox worker, version 1 (see `docs/worker-protocol.md`).
+//! Messages between the host and the sandbox (see `docs/worker-protocol.md`): the version 2
+//! envelopes exchanged with a worker process's supervisor (`ProcessMessage`, `execute_envelope`,
+//! `reply_envelope`, `cancel_envelope`), and inside them the version 1 lines of one execution's
+//! isolate (`WorkerMessage`, `execute_line`, `reply_line`).
 //!
-//! Pure data and parsing: no I/O. Everything a worker sends is untrusted; parsing is strict
-//! (unknown message types, a wrong version or malformed fields are protocol violations).
+//! Pure data and parsing: no I/O. Everything a worker process sends is untrusted; parsing is
+//! strict (unknown message types, a wrong version or malformed fields are protocol violations).
 
 use crate::catalog::directory::{SearchArgs, SearchQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The protocol version both sides speak.
+/// The protocol version of an execution's lines (inside the envelopes).
 pub(crate) const VERSION: u32 = 1;
-/// The longest line a worker may send (bytes). Longer lines end the execution.
+/// The protocol version of the envelopes between the host and a worker process.
+pub(crate) const ENVELOPE_VERSION: u32 = 2;
+/// The longest line an execution may send (bytes). Longer lines end the execution.
 pub(crate) const MAX_WORKER_LINE: usize = 4 * 1024 * 1024;
+/// The longest envelope a worker process may send (bytes): a line escaped as a JSON string
+/// (at most 3 bytes of UTF-8 per UTF-16 unit of the runner's 4 MiB cap) with its envelope. The
+/// supervisor ends an isolate whose line would not fit; a longer envelope is a protocol
+/// violation of the whole process.
+pub(crate) const MAX_PROCESS_LINE: usize = 3 * MAX_WORKER_LINE + 64 * 1024;
 
 /// The language of sandboxed code: what an execution runs, and what a wrapper module is
 /// written in (`--lang ts|py` on the command line).
@@ -116,6 +126,134 @@ pub(crate) enum ProtocolError {
     UnknownType(String),
     #[error("worker sent an invalid `{kind}` message: {reason}")]
     Invalid { kind: &'static str, reason: String },
+}
+
+/// A message from a worker process's supervisor.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ProcessMessage {
+    /// The process has started and an isolate is ready: it can serve.
+    Ready,
+    /// How many prepared isolates wait for an execution.
+    Stock { ready: usize },
+    /// How many isolates the process is about to hold (its main thread's included): the host
+    /// fits its data limit to them, then answers with [`allowed_envelope`].
+    Isolates { count: u64 },
+    /// A line of execution `exec`'s isolate, to parse with [`parse_worker_line`].
+    Line { exec: u64, line: String },
+    /// Execution `exec` ended without a `done` line.
+    Ended {
+        exec: u64,
+        reason: EndReason,
+        message: Option<String>,
+    },
+}
+
+/// Why the supervisor ended an execution's isolate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum EndReason {
+    /// At the host's request (deadline or cancellation).
+    Cancelled,
+    /// The isolate threw outside the runner's reach, or could not run.
+    Crashed,
+    /// The isolate sent faster than the host reads.
+    Flood,
+    /// The isolate sent something the supervisor refuses (a line over the cap).
+    Protocol,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProcessEnvelope {
+    v: u64,
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    exec: Option<u64>,
+    #[serde(default)]
+    line: Option<String>,
+    #[serde(default)]
+    ready: Option<usize>,
+    #[serde(default)]
+    count: Option<u64>,
+    #[serde(default)]
+    reason: Option<EndReason>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Parses one envelope from a worker process.
+pub(crate) fn parse_process_line(text: &str) -> Result<ProcessMessage, ProtocolError> {
+    let e: ProcessEnvelope =
+        serde_json::from_str(text).map_err(|e| ProtocolError::Json(e.to_string()))?;
+    if e.v != u64::from(ENVELOPE_VERSION) {
+        return Err(ProtocolError::Version(e.v));
+    }
+    let invalid = |reason: &str| ProtocolError::Invalid {
+        kind: "envelope",
+        reason: reason.into(),
+    };
+    match (e.kind.as_deref(), e.exec, e.line) {
+        (None, Some(exec), Some(line)) => Ok(ProcessMessage::Line { exec, line }),
+        (Some("ready"), None, None) => Ok(ProcessMessage::Ready),
+        (Some("stock"), None, None) => Ok(ProcessMessage::Stock {
+            ready: e.ready.ok_or_else(|| invalid("`stock` without `ready`"))?,
+        }),
+        (Some("isolates"), None, None) => Ok(ProcessMessage::Isolates {
+            count: e
+                .count
+                .ok_or_else(|| invalid("`isolates` without a `count`"))?,
+        }),
+        (Some("ended"), Some(exec), None) => Ok(ProcessMessage::Ended {
+            exec,
+            reason: e
+                .reason
+                .ok_or_else(|| invalid("`ended` without a `reason`"))?,
+            message: e.message,
+        }),
+        (Some(other), ..) if !["ready", "stock", "isolates", "ended"].contains(&other) => {
+            Err(ProtocolError::UnknownType(other.chars().take(64).collect()))
+        }
+        _ => Err(invalid("fields that do not fit its type")),
+    }
+}
+
+/// The envelope that starts execution `exec` in a worker process.
+pub(crate) fn execute_envelope(
+    exec: u64,
+    language: Language,
+    code: &str,
+    output_limit: usize,
+) -> String {
+    envelope(
+        "execute",
+        exec,
+        Some(execute_line(language, code, output_limit)),
+    )
+}
+
+/// The envelope carrying the answer to call `id` of execution `exec`.
+pub(crate) fn reply_envelope(exec: u64, id: u64, result: &Result<Value, String>) -> String {
+    envelope("reply", exec, Some(reply_line(id, result)))
+}
+
+/// The answer to an `isolates` envelope: the data limit fits that many isolates now.
+pub(crate) fn allowed_envelope(count: u64) -> String {
+    line(serde_json::json!({"v": ENVELOPE_VERSION, "type": "allowed", "count": count}))
+}
+
+/// The envelope that ends execution `exec` (its isolate is terminated).
+pub(crate) fn cancel_envelope(exec: u64) -> String {
+    envelope("cancel", exec, None)
+}
+
+fn envelope(kind: &str, exec: u64, inner: Option<String>) -> String {
+    let mut message = serde_json::json!({"v": ENVELOPE_VERSION, "type": kind, "exec": exec});
+    if let Some(mut inner) = inner {
+        inner.pop(); // the inner line's own newline
+        message["line"] = Value::String(inner);
+    }
+    line(message)
 }
 
 #[derive(Deserialize)]
@@ -257,7 +395,7 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
     }
 }
 
-/// The `execute` message: sent once per worker.
+/// The `execute` line of an execution (inside its envelope).
 pub(crate) fn execute_line(language: Language, code: &str, output_limit: usize) -> String {
     line(serde_json::json!({
         "v": VERSION,
@@ -357,6 +495,69 @@ mod tests {
             parse_worker_line(r#"{"v":1,"type":"call","id":-1,"method":"listServers"}"#),
             Err(ProtocolError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn envelopes_are_parsed_strictly() {
+        assert_eq!(
+            parse_process_line(r#"{"v":2,"type":"ready"}"#),
+            Ok(ProcessMessage::Ready)
+        );
+        assert_eq!(
+            parse_process_line(r#"{"v":2,"type":"stock","ready":3}"#),
+            Ok(ProcessMessage::Stock { ready: 3 })
+        );
+        assert_eq!(
+            parse_process_line(r#"{"v":2,"exec":7,"line":"{\"v\":1}"}"#),
+            Ok(ProcessMessage::Line {
+                exec: 7,
+                line: r#"{"v":1}"#.into()
+            })
+        );
+        assert_eq!(
+            parse_process_line(r#"{"v":2,"type":"isolates","count":4}"#),
+            Ok(ProcessMessage::Isolates { count: 4 })
+        );
+        assert_eq!(
+            parse_process_line(r#"{"v":2,"exec":7,"type":"ended","reason":"flood"}"#),
+            Ok(ProcessMessage::Ended {
+                exec: 7,
+                reason: EndReason::Flood,
+                message: None
+            })
+        );
+        for bad in [
+            r#"{"v":1,"type":"ready"}"#,
+            r#"{"v":2,"type":"ready","exec":1}"#,
+            r#"{"v":2,"exec":-1,"line":"x"}"#,
+            r#"{"v":2,"exec":1}"#,
+            r#"{"v":2,"exec":1,"line":"x","extra":1}"#,
+            r#"{"v":2,"exec":1,"type":"ended","reason":"bored"}"#,
+            r#"{"v":2,"type":"spawn"}"#,
+        ] {
+            assert!(parse_process_line(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn envelopes_carry_their_line_as_a_string() {
+        let e = execute_envelope(3, Language::Python, "print(1)\n", 10);
+        assert_eq!(e.matches('\n').count(), 1);
+        let v: Value = serde_json::from_str(&e).unwrap();
+        assert_eq!(
+            (v["type"].as_str(), v["exec"].as_u64()),
+            (Some("execute"), Some(3))
+        );
+        let inner: Value = serde_json::from_str(v["line"].as_str().unwrap()).unwrap();
+        assert_eq!(inner["code"], "print(1)\n");
+        let r: Value = serde_json::from_str(&reply_envelope(3, 9, &Ok(Value::Null))).unwrap();
+        let inner: Value = serde_json::from_str(r["line"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            inner,
+            serde_json::json!({"v": 1, "type": "reply", "id": 9, "ok": true, "value": null})
+        );
+        let c: Value = serde_json::from_str(&cancel_envelope(4)).unwrap();
+        assert_eq!(c, serde_json::json!({"v": 2, "type": "cancel", "exec": 4}));
     }
 
     #[test]

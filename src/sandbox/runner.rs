@@ -1,13 +1,20 @@
-//! The worker runner: the JavaScript bootstrap of every sandboxed Deno worker. It is written as
-//! the numbered plain scripts of `runner/` (`00_private.js` ... `99_main.js`, laid out like
-//! Deno's own `runtime/js`), joined here in name order into one source that the host hands to
-//! Deno as one `data:` URL (`super::launch::runner_url`). The pieces share one scope: none of
-//! them may have imports or exports (see the opening comment of `runner/00_private.js`). The
-//! tokenizer and source preparation pieces have their own tests in `tests/runner/` (run with the
-//! project's Deno by `scripts/test`).
+//! The JavaScript of a worker process, in two parts, each written as numbered plain scripts
+//! (`00_private.js` ... `99_main.js`, laid out like Deno's own `runtime/js`) joined here in
+//! name order into one source:
+//! - the supervisor (`supervisor/`): the process's main module, handed to Deno as one `data:`
+//!   URL (`super::launch::supervisor_url`). It starts the execution isolates and routes their
+//!   messages to the host.
+//! - the isolate runner (`runner/`): what runs in every execution isolate, given to the
+//!   supervisor on the process's standard input (`super::host`), evaluated in each isolate as
+//!   one function body.
+//!
+//! The pieces of one part share one scope: none of them may have imports or exports (see the
+//! opening comment of each part's `00_private.js`). The tokenizer and source preparation pieces
+//! of the runner have their own tests in `tests/runner/` (run with the project's Deno by
+//! `scripts/test`).
 
-/// The whole runner: every piece of `runner/`, in name order.
-pub(crate) const SOURCE: &str = concat!(
+/// The isolate runner: every piece of `runner/`, in name order.
+pub(crate) const ISOLATE_SOURCE: &str = concat!(
     include_str!("runner/00_private.js"),
     include_str!("runner/01_protocol.js"),
     include_str!("runner/02_helpers.js"),
@@ -26,15 +33,25 @@ pub(crate) const SOURCE: &str = concat!(
     include_str!("runner/99_main.js"),
 );
 
+/// The supervisor: every piece of `supervisor/`, in name order.
+pub(crate) const SUPERVISOR_SOURCE: &str = concat!(
+    include_str!("supervisor/00_private.js"),
+    include_str!("supervisor/10_host.js"),
+    include_str!("supervisor/20_isolates.js"),
+    include_str!("supervisor/30_python.js"),
+    include_str!("supervisor/40_threads.js"),
+    include_str!("supervisor/99_main.js"),
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The `.js` files of `runner/`, sorted by name, with their text.
-    fn pieces() -> Vec<(String, String)> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/sandbox/runner");
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .expect("the runner directory")
+    /// The `.js` files of `dir` (under src/sandbox/), sorted by name, with their text.
+    fn pieces(dir: &str) -> Vec<(String, String)> {
+        let dir = format!("{}/src/sandbox/{dir}", env!("CARGO_MANIFEST_DIR"));
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .expect("the pieces' directory")
             .map(|entry| entry.expect("a directory entry").file_name())
             .map(|name| name.into_string().expect("a UTF-8 file name"))
             .filter(|name| name.ends_with(".js"))
@@ -50,21 +67,26 @@ mod tests {
     }
 
     #[test]
-    fn the_source_is_every_piece_in_name_order() {
-        let pieces = pieces();
-        assert!(pieces.len() > 1, "no pieces found");
-        let joined: String = pieces.iter().map(|(_, text)| text.as_str()).collect();
-        // Not assert_eq!: a failure would print two copies of the whole runner.
-        assert!(
-            SOURCE == joined,
-            "SOURCE must list every .js file of src/sandbox/runner/, in name order: {:?}",
-            pieces.iter().map(|(name, _)| name).collect::<Vec<_>>()
-        );
+    fn each_source_is_every_piece_in_name_order() {
+        for (dir, source) in [
+            ("runner", ISOLATE_SOURCE),
+            ("supervisor", SUPERVISOR_SOURCE),
+        ] {
+            let pieces = pieces(dir);
+            assert!(pieces.len() > 1, "no pieces found in {dir}");
+            let joined: String = pieces.iter().map(|(_, text)| text.as_str()).collect();
+            // Not assert_eq!: a failure would print two copies of the whole source.
+            assert!(
+                source == joined,
+                "the source must list every .js file of src/sandbox/{dir}/, in name order: {:?}",
+                pieces.iter().map(|(name, _)| name).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
     fn every_piece_is_numbered_and_ends_with_a_line_break() {
-        for (name, text) in pieces() {
+        for (name, text) in pieces("runner").into_iter().chain(pieces("supervisor")) {
             let number = name.split('_').next().unwrap_or("");
             assert!(
                 number.len() == 2 && number.bytes().all(|b| b.is_ascii_digit()),

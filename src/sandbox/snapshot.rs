@@ -1,18 +1,19 @@
-//! The Pyodide memory snapshot: made once per (Pyodide, Deno) version pair by a trusted,
-//! jailed run of the worker runner in `snapshot` mode (no user code, write access to the one
+//! The Pyodide memory snapshot: made once per (Pyodide, Deno, runner) version by a trusted,
+//! jailed run of the supervisor in `snapshot` mode (no user code, write access to the one
 //! output file only), stored in the cache directory with its SHA-256 beside it, and verified
-//! before any worker is told to load it. A cold Python worker then starts from the snapshot in
-//! a fraction of the time a full Pyodide start takes. The same run leaves the seed of every
-//! worker's Deno cache ([`CacheSeed`]), saved and verified with it.
+//! before any worker process is told to load it. A Python isolate then starts from the
+//! snapshot in a fraction of the time a full Pyodide start takes.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
 
-use super::launch::{Purpose, WorkerConfig, runner_url};
-use super::seed::{CacheSeed, Prepared};
+use super::launch::{Purpose, WorkerConfig, supervisor_url};
+use super::runner;
+use super::seed::Prepared;
 use crate::sandbox::runtimes::{DENO, PYODIDE};
 
 /// How long making a snapshot may take (a full Pyodide start plus stdlib imports).
@@ -33,7 +34,10 @@ pub enum SnapshotError {
 /// runner refuses a snapshot made by another runner, so builds sharing a cache must not share
 /// a file name).
 pub(crate) fn path(cache_dir: &Path) -> PathBuf {
-    let runner = hex::encode(Sha256::digest(runner_url().as_bytes()));
+    let mut digest = Sha256::new();
+    digest.update(supervisor_url().as_bytes());
+    digest.update(runner::ISOLATE_SOURCE.as_bytes());
+    let runner = hex::encode(digest.finalize());
     cache_dir.join(format!(
         "pyodide-{}-deno-{}-runner-{}.snapshot",
         PYODIDE.version,
@@ -46,28 +50,22 @@ fn digest_path(snapshot: &Path) -> PathBuf {
     snapshot.with_extension("snapshot.sha256")
 }
 
-fn seed_path(snapshot: &Path) -> PathBuf {
-    snapshot.with_extension("deno-cache")
-}
-
 fn sha256_of(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;
     Some(hex::encode(Sha256::digest(bytes)))
 }
 
-/// The snapshot and the cache seed, if both exist and match their recorded SHA-256 sums.
+/// The snapshot, if it exists and matches its recorded SHA-256.
 pub(crate) fn verified(cache_dir: &Path) -> Option<Prepared> {
     let snapshot = path(cache_dir);
     let recorded = std::fs::read_to_string(digest_path(&snapshot)).ok()?;
     if sha256_of(&snapshot)? != recorded.trim() {
         return None;
     }
-    let seed = CacheSeed::load_verified(&seed_path(&snapshot))?;
-    Some(Prepared { snapshot, seed })
+    Some(Prepared { snapshot })
 }
 
-/// Returns the verified snapshot and seed, making them first if they are missing (or fail
-/// verification).
+/// Returns the verified snapshot, making it first if it is missing (or fails verification).
 pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared, SnapshotError> {
     if let Some(prepared) = verified(cache_dir) {
         return Ok(prepared);
@@ -93,13 +91,18 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared,
     let mut cmd = config
         .deno_command(Purpose::Snapshot { out: &out }, &deno_dir, &workdir)
         .map_err(|e| SnapshotError::Make(format!("cannot prepare deno: {e}")))?;
-    cmd.stdin(Stdio::null())
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     tracing::info!("making the Pyodide memory snapshot (once per runtime version)");
-    let child = cmd
+    let mut child = cmd
         .spawn()
         .map_err(|e| SnapshotError::Make(format!("cannot start deno: {e}")))?;
+    // The isolate runner, then end of input (see the supervisor's opening comment).
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    tokio::spawn(async move {
+        let _ = stdin.write_all(runner::ISOLATE_SOURCE.as_bytes()).await;
+    });
     let output = tokio::time::timeout(MAKE_TIMEOUT, child.wait_with_output())
         .await
         .map_err(|_| SnapshotError::Make("timed out".into()))?
@@ -114,27 +117,11 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared,
     }
     let digest =
         sha256_of(&out).ok_or_else(|| SnapshotError::Make("no snapshot written".into()))?;
-    let seed = CacheSeed::collect(&deno_dir).map_err(io(&deno_dir))?;
-    if seed.is_empty() {
-        tracing::warn!(
-            "the snapshot run left no Deno analysis cache: workers start without a seed"
-        );
-    }
-    // The seed first, then the snapshot, its digest last: `verified` wants all three.
-    let seed_dir = seed_path(&target);
-    let staged_seed = staging.path().join("seed");
-    seed.save(&staged_seed).map_err(io(&staged_seed))?;
-    if seed_dir.exists() {
-        std::fs::remove_dir_all(&seed_dir).map_err(io(&seed_dir))?;
-    }
-    std::fs::rename(&staged_seed, &seed_dir).map_err(io(&seed_dir))?;
+    // The snapshot first, its digest last: `verified` wants both.
     std::fs::rename(&out, &target).map_err(io(&target))?;
     std::fs::write(digest_path(&target), &digest).map_err(io(&target))?;
     tracing::info!(path = %target.display(), "Pyodide snapshot ready");
-    Ok(Prepared {
-        snapshot: target,
-        seed,
-    })
+    Ok(Prepared { snapshot: target })
 }
 
 #[cfg(test)]
@@ -142,18 +129,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tampered_unrecorded_or_seedless_snapshot_is_not_used() {
+    fn a_tampered_or_unrecorded_snapshot_is_not_used() {
         let cache = tempfile::tempdir().unwrap();
         let snapshot = path(cache.path());
         std::fs::write(&snapshot, b"pyodide heap").unwrap();
         assert_eq!(verified(cache.path()), None, "no recorded digest");
         let digest = hex::encode(Sha256::digest(b"pyodide heap"));
         std::fs::write(digest_path(&snapshot), &digest).unwrap();
-        assert_eq!(verified(cache.path()), None, "no cache seed");
-        CacheSeed::default().save(&seed_path(&snapshot)).unwrap();
         let prepared = Prepared {
             snapshot: snapshot.clone(),
-            seed: CacheSeed::default(),
         };
         assert_eq!(verified(cache.path()), Some(prepared));
         std::fs::write(&snapshot, b"pyodide heap, altered").unwrap();

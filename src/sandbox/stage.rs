@@ -58,3 +58,30 @@ pub(crate) fn wrappers(source: Option<&Path>, language: Language, cwd: &Path) ->
     }
     any.then_some(staged)
 }
+
+/// What [`wrappers`] would copy now, in a few bytes: the names, sizes and modification times of
+/// the candidate modules (none when the directory cannot be read). A process given other
+/// modules than these is replaced (see `pool`).
+pub(crate) fn fingerprint(source: Option<&Path>, language: Language) -> Option<String> {
+    let ext = format!(".{}", language.extension());
+    let mut entries: Vec<String> = std::fs::read_dir(source?)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            if !name.ends_with(ext.as_str()) {
+                return None;
+            }
+            let meta = entry.metadata().ok()?;
+            let modified = meta
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_nanos();
+            Some(format!("{name}:{}:{modified}", meta.len()))
+        })
+        .collect();
+    entries.sort();
+    Some(entries.join("/"))
+}

@@ -1,7 +1,8 @@
-"""A worker's life around one execution, as sped up for the benchmark targets: errors escaping at
-the very end of the code still count (the end-of-run turn is cheap but not blind), the used worker
-is killed and reaped even though the reply no longer waits for it, the pools refill, and a worker
-started for a waiting execution (no pool) runs the same programs as a pooled one."""
+"""Worker processes and isolates around executions: errors escaping at the very end of the code
+still count (the end-of-run turn is cheap but not blind); a client session takes the spare worker
+process of a language, a new spare is started, and the session keeps its process; each
+execution's isolate is ended once it has reported (the process's threads do not pile up) and the
+process prepares the next; a process with no prepared isolates (no pool) runs the same programs."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from harness import McpClient, assert_alive, ok, ok_py, run_py, run_ts
 
 pytestmark = pytest.mark.pyodide
 
-# One TypeScript and one Python worker in stock, so counting processes is simple.
+# One prepared isolate per process, so counting is simple.
 SERVER_ENV = {"CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT": "1", "CODE_EXECUTOR_POOL_SIZE_PYTHON": "1"}
 
 
@@ -50,49 +51,73 @@ def _workers(c: McpClient) -> dict[str, list[int]]:
     return harness.sandbox_workers(pid)
 
 
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
+def _threads(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/status").read_text().split("Threads:")[1].split()[0])
 
 
-def _full_stock(c: McpClient, timeout: float = 120) -> list[int]:
-    """The pids of the stock once both pools are full and nothing else is starting."""
+def _wait_for(what: str, check, timeout: float = 120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        counters = c.structured("health", {})["executions"]
-        workers = _workers(c)
-        if (counters["warmTypescriptWorkers"], counters["warmPythonWorkers"]) == (1, 1) and (
-            len(workers["typescript"]), len(workers["python"])
-        ) == (1, 1):
-            return workers["typescript"] + workers["python"]
+        got = check()
+        if got:
+            return got
         time.sleep(0.1)
-    pytest.fail(f"the pools did not fill up: {_workers(c)}")
+    pytest.fail(f"{what} within {timeout:.0f} s")
 
 
-def test_used_workers_are_reaped_and_the_pools_refill(stdio_client: McpClient) -> None:
-    c = stdio_client
-    used: list[int] = []
-    for _ in range(2):
-        stock = _full_stock(c)
-        ok(c, 'console.log("ts");')
-        ok_py(c, 'print("py")')
-        used += stock  # both stock workers ran one execution each
-        deadline = time.monotonic() + 30
-        while any(_state(pid) != "gone" for pid in stock):  # a zombie ("Z") is not reaped yet
-            assert time.monotonic() < deadline, {pid: _state(pid) for pid in stock}
-            time.sleep(0.05)
-    stock = _full_stock(c)
-    assert not set(stock) & set(used), (stock, used)
-    # No pooled worker was left stopped (a refill is paused only while an execution runs).
-    for pid in stock:
-        assert _state(pid) != "T", f"pooled worker {pid} is stopped"
+def test_a_session_takes_the_spare_process_and_keeps_it(start_server) -> None:
+    """A spare TypeScript process waits from the start; Python's only from the language's first
+    execution on (its process holds about 200 MiB). A server of its own, over HTTP (its process
+    is then known exactly): nothing ran in it before."""
+    c = start_server(SERVER_ENV, transport="http")
+
+    def processes():
+        return c.structured("health", {})["executions"]["workerProcesses"]
+
+    def spares():
+        procs = processes()
+        workers = _workers(c)
+        if procs["typescriptSpare"] == 1 and len(workers["typescript"]) == 1:
+            return workers
+        return None
+
+    first = _wait_for("no spare TypeScript process", spares)
+    assert first["python"] == [] and processes()["pythonSpare"] == 0, (first, processes())
+    ts = ok(c, "Deno.pid").result
+    py = ok_py(c, "import js\njs.Deno.pid").result
+    assert ts in first["typescript"], (ts, first)
+    # A new spare per language, besides the session's own processes.
+    both = _wait_for(
+        "no new spare after the session took one",
+        lambda: (lambda w: w if len(w["typescript"]) == 2 and len(w["python"]) == 2 else None)(_workers(c)),
+    )
+    assert ts in both["typescript"] and py in both["python"], both
+    procs = _wait_for(
+        "the new spares are not ready",
+        lambda: (lambda p: p if (p["typescriptSpare"], p["pythonSpare"]) == (1, 1) else None)(processes()),
+    )
+    assert (procs["typescriptSessions"], procs["pythonSessions"]) == (1, 1), procs
+    # The session keeps its process; each execution's isolate ends with it.
+    threads = _threads(ts)
+    for _ in range(20):
+        assert ok(c, "Deno.pid").result == ts
+    assert ok_py(c, "import js\njs.Deno.pid").result == py
+    _wait_for(
+        "the isolates of ended executions still run",
+        lambda: _threads(ts) <= threads + 2,
+        timeout=20,
+    )
+    counters = _wait_for(
+        "the process did not prepare the next isolate",
+        lambda: (lambda e: e if e["warmTypescriptWorkers"] >= 2 else None)(c.structured("health", {})["executions"]),
+        timeout=30,
+    )
+    assert counters["warmTypescriptWorkers"] >= 2, counters  # the session's process and the spare
     assert_alive(c)
 
 
 def test_workers_started_on_demand_run_everything(start_server) -> None:
-    """With no pools, each execution starts its worker without the warm-up runs."""
+    """With no pools (no spare process, no prepared isolate), each execution waits for its own."""
     c = start_server({"CODE_EXECUTOR_POOL_SIZE_TYPESCRIPT": "0", "CODE_EXECUTOR_POOL_SIZE_PYTHON": "0"})
     ex = ok(c, 'const x: number = 2;\nconsole.log("out", { a: [x] });\n[x, { b: "c" }]')
     assert ex.result == [2, {"b": "c"}] and "out { a: [ 2 ] }" in ex.output, ex.describe()

@@ -505,7 +505,12 @@ fn worker_checks() -> Vec<Check> {
         let e = match std::fs::read(format!("/proc/{pid}/environ")) {
             Ok(bytes) => {
                 let names = env_names(&bytes);
-                let extra: Vec<&String> = names.iter().filter(|n| *n != "DENO_DIR").collect();
+                let extra: Vec<&String> = names
+                    .iter()
+                    .filter(|n| {
+                        !crate::sandbox::launch::environment_names().any(|a| a == n.as_str())
+                    })
+                    .collect();
                 (
                     extra.is_empty(),
                     format!("{pid}: names {}", names.join(" ")),
@@ -529,7 +534,10 @@ fn worker_checks() -> Vec<Check> {
     checks.push(fold("capabilities (workers)", caps));
     checks.push(fold("no_new_privs (workers)", nnp));
     checks.push(fold("seccomp (workers)", filt));
-    checks.push(fold("environment of workers (DENO_DIR only)", env));
+    checks.push(fold(
+        "environment of workers (DENO_DIR and its settings only)",
+        env,
+    ));
     checks
 }
 

@@ -1,29 +1,29 @@
-// Sandbox worker bootstrap: the main module of every sandboxed Deno worker process.
+// The isolate runner: what runs in every execution isolate (a fresh Deno Web Worker, one V8
+// isolate per execution) of a jailed worker process.
 //
-// This file owns the worker side of the host <-> worker protocol (docs/worker-protocol.md):
-// line-delimited JSON on stdin/stdout, the `callMCPTool` / `searchTools` / `getToolSchema` /
-// `listServers` globals that turn into host calls, console capture (with the output budget),
-// running one TypeScript program (top-level await/return, REPL-like last-expression value) or
-// one Python program (Pyodide, loaded before `ready`), and reporting its result or error. It also
-// hides raw stdio from user code (hygiene only: the host treats the worker as hostile; the real
-// boundary is Deno's permissions and the jail).
+// This script owns the execution side of the protocol (docs/worker-protocol.md): the `callMCPTool`
+// / `searchTools` / `getToolSchema` / `listServers` globals that turn into host calls, console
+// capture (with the output budget), running one TypeScript program (top-level await/return,
+// REPL-like last-expression value) or one Python program (Pyodide, loaded before `ready` from the
+// process's compiled WebAssembly module and its verified memory snapshot), and reporting its
+// result or error. Its messages are v1 lines exchanged with the supervisor (src/sandbox/supervisor/,
+// the process's main module) over a MessagePort; the supervisor tags them with the execution's id
+// for the host. It also hides raw I/O from user code (hygiene only: the host treats every isolate
+// as hostile; the real boundary is Deno's permissions, the process's jail, and the supervisor,
+// which alone holds the connection to the host).
 //
-// The host runs it with the command line src/sandbox/launch.rs builds (the one place the Deno
-// flags are written): no permissions and an empty environment, with the script argument
-// `typescript`; Python workers may read the Pyodide distribution and its snapshot and get the
-// script arguments `python DIR [SNAP]` (DIR: the Pyodide distribution, SNAP: a memory snapshot
-// file; exit code 75 when it is unusable). A trailing `--no-warm-up` (a worker started for an
-// execution already waiting) skips the warm-up runs. `snapshot DIR OUT` (trusted, may read DIR
-// and write OUT, no stdin protocol) makes that file. Keep this file free of static imports and of literal-string dynamic imports: Deno
-// would pre-load those without permission checks.
+// The supervisor starts each isolate from a tiny bootstrap module and hands it this source,
+// `port` (a MessagePort to the supervisor) and `init` (what to prepare: `init.mode` is `typescript`, `python` or `snapshot`; for Python the
+// Pyodide sources, the compiled module and the snapshot file; `init.nonce`, unique to the
+// isolate). The source is evaluated as one function body (`function (init, port) { ... }`), so its
+// declarations stay private to it. Keep it free of `import` declarations and of `import.meta`.
 //
-// Layout: "this file" above is the whole runner, the numbered plain scripts of
-// src/sandbox/runner/ joined in name order into one source (src/sandbox/runner.rs) and run as
-// one data: URL. They share one scope (no imports, no exports: the rule above holds for every
-// piece). Code that runs after the whole script has been evaluated (everything but top-level
-// initialisers) may use what later pieces declare.
-// 00_private.js: the private references (Deno, JSON, Reflect, timers, stdio, the launch
-// arguments, Deno's internal console helpers). Relies on nothing.
+// Layout: "this script" is the numbered plain scripts of src/sandbox/runner/ joined in name
+// order into one source (src/sandbox/runner.rs). They share one scope. Code that runs after the
+// whole script has been evaluated (everything but top-level initialisers) may use what later
+// pieces declare.
+// 00_private.js: the private references (Deno, JSON, Reflect, timers, the message port, stderr,
+// the launch settings, Deno's internal console helpers). Relies on nothing.
 
 // ---------------------------------------------------------------------------------------------
 // Private references, taken before any user code can run or tamper with globals.
@@ -35,6 +35,9 @@ const JSONParse = JSON.parse;
 const ObjectDefineProperty = Object.defineProperty;
 const ObjectGetOwnPropertySymbols = Object.getOwnPropertySymbols;
 const ReflectApply = Reflect.apply;
+const ReflectConstruct = Reflect.construct;
+/** The global `eval`, for the runner's own trusted sources (user code gets a guarded one). */
+const evalPrivate = globalThis.eval;
 const ErrorCaptureStackTrace = Error.captureStackTrace;
 const ErrorIsError = typeof Error.isError === "function" ? Error.isError : null;
 const StringFromCharCode = String.fromCharCode;
@@ -44,10 +47,33 @@ const PromiseCtor = Promise;
 const MapCtor = Map;
 const SetCtor = Set;
 const ArrayIsArray = Array.isArray;
-const setTimeoutPrivate = globalThis.setTimeout;
-const clearTimeoutPrivate = globalThis.clearTimeout;
-const setIntervalPrivate = globalThis.setInterval;
-const clearIntervalPrivate = globalThis.clearInterval;
+/**
+ * Deno loads some globals on first read (its timers take about 4 ms of an isolate's start): such
+ * a global is kept as its getter, read when first needed. `lazyGlobal(name)()` is the value.
+ */
+function lazyGlobal(name) {
+  const desc = Object.getOwnPropertyDescriptor(globalThis, name);
+  if (desc === undefined || desc.get === undefined) return () => desc?.value;
+  let value;
+  let read = false;
+  return () => {
+    if (!read) {
+      value = ReflectApply(desc.get, globalThis, []);
+      read = true;
+    }
+    return value;
+  };
+}
+const timersPrivate = {
+  setTimeout: lazyGlobal("setTimeout"),
+  clearTimeout: lazyGlobal("clearTimeout"),
+  setInterval: lazyGlobal("setInterval"),
+  clearInterval: lazyGlobal("clearInterval"),
+};
+const setTimeoutPrivate = (...args) => ReflectApply(timersPrivate.setTimeout(), globalThis, args);
+const clearTimeoutPrivate = (...args) => ReflectApply(timersPrivate.clearTimeout(), globalThis, args);
+const setIntervalPrivate = (...args) => ReflectApply(timersPrivate.setInterval(), globalThis, args);
+const clearIntervalPrivate = (...args) => ReflectApply(timersPrivate.clearInterval(), globalThis, args);
 const MessageChannelCtor = globalThis.MessageChannel;
 const performanceNow = performance.now.bind(performance);
 const btoaPrivate = globalThis.btoa;
@@ -60,30 +86,18 @@ const encodeUtf8 = textEncoder.encode.bind(textEncoder);
 const decodeUtf8 = textDecoder.decode.bind(textDecoder);
 
 const inspect = D.inspect;
-const exitPrivate = D.exit;
-const stdinReadable = D.stdin.readable;
-const stdoutWriteSync = D.stdout.writeSync.bind(D.stdout);
 const stderrWriteSync = D.stderr.writeSync.bind(D.stderr);
 /**
- * Script arguments: the mode (`typescript`, the default, `python` or `snapshot`), then the
- * Pyodide directory etc. The flag `--no-warm-up`, anywhere, is taken out (see `warmUpWanted`).
+ * This isolate's end of its channel to the supervisor (`port`, handed over with `init`): the
+ * only way out. User code cannot reach it.
  */
-const launchArgs = [...D.args];
+const supervisorPort = port;
+const postToSupervisor = port.postMessage.bind(port);
 /**
- * Whether to pay first-use costs before `ready` (a pooled worker waits for its execution; an
- * execution waiting for its worker is better off paying only the costs its own code incurs).
+ * What the supervisor asked this isolate to prepare (see the opening comment): `mode`, `nonce`,
+ * and for Python `pyodide`.
  */
-const warmUpWanted = !launchArgs.includes("--no-warm-up");
-for (let i = launchArgs.indexOf("--no-warm-up"); i >= 0; i = launchArgs.indexOf("--no-warm-up")) {
-  launchArgs.splice(i, 1);
-}
-/**
- * Deno's Node-compat `process` global: hidden from user code, lent to Pyodide while it loads.
- * Read only in the modes that need it (`main`): the first read loads Deno's Node compatibility
- * layer, about 65 ms of CPU a TypeScript worker has no use for.
- */
-let processPrivate;
-
+const launch = init;
 /** Deno's internal namespace: only used for console formatting helpers, removed from `Deno` below. */
 const denoInternalSymbol = ObjectGetOwnPropertySymbols(D).find((s) => s.description === "Deno.internal");
 const denoInternal = denoInternalSymbol === undefined ? undefined : D[denoInternalSymbol];

@@ -1,6 +1,6 @@
-// 01_protocol.js: protocol I/O: the protocol constants and limits, writing message lines to
-// stdout (`send`, `sendLine`, `toJson`), `diag` on stderr, reading host lines from stdin
-// (`readLines`, `stopReading`). Relies on 00; calls `safeString` (02), `onStdinClosed` (50).
+// 01_protocol.js: protocol I/O: the protocol constants and limits, posting message lines to the
+// supervisor (`send`, `sendLine`, `toJson`), `diag` on stderr, receiving the supervisor's lines
+// (`listen`, `stopReading`). Relies on 00; calls `safeString` (02).
 
 // ---------------------------------------------------------------------------------------------
 // Protocol I/O
@@ -19,25 +19,12 @@ const DEFAULT_OUTPUT_LIMIT = 1024 * 1024;
  */
 const OUTPUT_OVERSHOOT = 64;
 
-/** Writes all of `bytes` to fd 1 (blocking; loops on partial writes). */
-function writeAll(bytes) {
-  let offset = 0;
-  while (offset < bytes.length) {
-    const n = stdoutWriteSync(bytes.subarray(offset));
-    if (!(n > 0)) throw new Error("stdout write returned " + n);
-    offset += n;
-  }
-}
-
-/** Sends one already-serialised message line (without the trailing newline). */
+/**
+ * Sends one already-serialised message line (without the trailing newline) to the supervisor,
+ * which forwards it to the host tagged with this isolate's execution.
+ */
 function sendLine(line) {
-  try {
-    writeAll(encodeUtf8(line + "\n"));
-  } catch (e) {
-    // The host is gone (EPIPE) or stdout is broken: nothing useful is left to do.
-    diag("cannot write to stdout: " + safeString(e));
-    exitPrivate(70);
-  }
+  postToSupervisor(line);
 }
 
 const StringToWellFormed = String.prototype.toWellFormed;
@@ -80,73 +67,26 @@ function diag(text) {
   }
 }
 
-let stdinReader = null;
 let stopReadingRequested = false;
 
-/** Stops consuming stdin (after `done`); the host kills the process anyway. */
+/** Stops handling the supervisor's lines (after `done`); the supervisor terminates the isolate. */
 function stopReading() {
   stopReadingRequested = true;
-  const reader = stdinReader;
-  stdinReader = null;
-  if (reader !== null) {
-    try {
-      reader.cancel().catch(() => {});
-    } catch {
-      // ignore
-    }
-  }
 }
 
 /**
- * Reads stdin and calls `onLine` for every `\n`-terminated line. Lines may be arbitrarily large
- * and span any number of chunks.
+ * Calls `onLine` for every line the supervisor posts on the port (host messages for this
+ * isolate, as strings).
  * @param {(line: string) => void} onLine
  */
-async function readLines(onLine) {
-  const reader = stdinReadable.getReader();
-  stdinReader = reader;
-  /** @type {Uint8Array[]} */
-  let parts = [];
-  let partsLength = 0;
-  while (!stopReadingRequested) {
-    let chunk;
+function listen(onLine) {
+  supervisorPort.onmessage = (event) => {
+    const line = event.data;
+    if (stopReadingRequested || typeof line !== "string") return;
     try {
-      const r = await reader.read();
-      if (r.done) break;
-      chunk = r.value;
+      onLine(line);
     } catch (e) {
-      if (!stopReadingRequested) diag("stdin read failed: " + safeString(e));
-      break;
+      diag("failed to handle a host message: " + safeString(e?.stack ?? e));
     }
-    let start = 0;
-    while (start < chunk.length) {
-      const nl = chunk.indexOf(10, start);
-      if (nl < 0) {
-        parts.push(chunk.slice(start));
-        partsLength += chunk.length - start;
-        break;
-      }
-      let lineBytes = chunk.subarray(start, nl);
-      if (parts.length > 0) {
-        const joined = new Uint8Array(partsLength + lineBytes.length);
-        let o = 0;
-        for (const p of parts) {
-          joined.set(p, o);
-          o += p.length;
-        }
-        joined.set(lineBytes, o);
-        lineBytes = joined;
-        parts = [];
-        partsLength = 0;
-      }
-      start = nl + 1;
-      try {
-        onLine(decodeUtf8(lineBytes));
-      } catch (e) {
-        diag("failed to handle a host message: " + safeString(e?.stack ?? e));
-      }
-      if (stopReadingRequested) return;
-    }
-  }
-  if (!stopReadingRequested) onStdinClosed();
+  };
 }

@@ -1,7 +1,8 @@
 // 50_execute.js: execution state and its end (`finishOk`, `finishError`, asynchronous
 // failures), the runtimes table (`RUNTIMES`), and running TypeScript: the plain-JavaScript
-// function path and the module path. Relies on 00-40; calls `linkWrappers` (55) and the Python
-// runtime (62).
+// function path and the module path (modules made unique to this isolate, imports held to what
+// the sandbox offers: `importForUser`). Relies on 00-40; calls `linkWrappers` (55) and the
+// Python runtime (62).
 
 // ---------------------------------------------------------------------------------------------
 // Execution
@@ -99,10 +100,6 @@ function onAsyncError(err) {
   }
 }
 
-function onStdinClosed() {
-  if (executing && !finished) rejectAllPending("the host closed the connection");
-}
-
 /**
  * @typedef {object} ExecContext
  * @property {string} code
@@ -127,7 +124,7 @@ async function runTypeScript(ctx) {
   let mod;
   let lastError;
   for (const variant of variants) {
-    const url = "data:application/typescript;base64," + base64Utf8(linkWrappers(variant.source));
+    const url = "data:application/typescript;base64," + base64Utf8(uniqueModule(linkWrappers(guardImports(variant.source))));
     currentModuleMapper = variant.mapLocation;
     try {
       // Loading compiles and links only: user code runs when `default` is called below, so a
@@ -140,6 +137,98 @@ async function runTypeScript(ctx) {
   }
   if (mod === undefined) throw lastError;
   return await ReflectApply(mod.default, undefined, []);
+}
+
+/**
+ * Deno's module loader keeps what it learns of a module (its analysis, its text, keyed by the
+ * module's URL, so by its text) for the whole process, which the isolates of later executions
+ * share: loading a module seen before is measurably faster, and what is loaded stays in the
+ * process's memory. So that no execution can learn whether another loaded some text, nor fill
+ * the process for the ones after it, every module this runner loads is made unique to the
+ * isolate (the nonce comment), and the code may import only what the sandbox offers
+ * (`importForUser`), however it builds the `import()`: its own source, and any source it
+ * evaluates at run time (`guardSource`), has its `import(` calls turned into `__imp_(` calls.
+ */
+function uniqueModule(source) {
+  return source + "\n// isolate " + launch.nonce + "\n";
+}
+
+/** The global that user code's dynamic `import(...)` calls are rewritten to (same length). */
+const IMPORT_GLOBAL = "__imp_";
+const IMPORTABLE_WRAPPER_RE = /^wrappers\/([A-Za-z_][A-Za-z0-9_]*)(?:\.ts)?$/;
+/**
+ * The `node:` built-ins the sandbox does not offer: they start isolates of their own
+ * (`worker_threads`) or compile code from strings past the guard (`vm`, `repl`, `inspector`,
+ * `module`'s `require`, `process.getBuiltinModule`).
+ */
+const REFUSED_BUILTINS = new SetCtor(["worker_threads", "vm", "repl", "inspector", "module", "process"]);
+
+/** Whether the sandbox offers module `specifier` to user code. */
+function importable(specifier) {
+  if (specifier.startsWith("node:")) return !REFUSED_BUILTINS.has(specifier.slice(5).split("/")[0]);
+  return IMPORTABLE_WRAPPER_RE.test(specifier);
+}
+
+/** The error for an import the sandbox does not offer. */
+function importRefusal(specifier) {
+  return new TypeError(
+    `import of ${JSONStringify(truncateUtf8(safeString(specifier), 200))} refused: code in the sandbox may import ` +
+      "only wrappers/<name>.ts (the typed wrappers) and node: built-in modules (but for node:process, node:module, " +
+      "node:vm, node:repl, node:inspector and node:worker_threads)",
+  );
+}
+
+/** What `import(specifier)` does for user code: an offered module, or the refusal. */
+function importForUser(specifier, options) {
+  try {
+    const s = typeof specifier === "string" ? specifier : safeString(specifier);
+    if (!importable(s)) throw importRefusal(s);
+    if (s.startsWith("node:")) return options === undefined ? import(s) : import(s, options);
+    return import(wrapperUrl(IMPORTABLE_WRAPPER_RE.exec(s)[1]));
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `source` with its `import(` calls turned into `__imp_(` calls (same length: no location moves). */
+function rewriteImportCalls(source, tokens) {
+  let out = source;
+  for (let k = tokens.length - 2; k >= 0; k--) {
+    const tok = tokens[k];
+    const next = tokens[k + 1];
+    if (tok.t === "id" && tok.v === "import" && next.t === "p" && next.v === "(") {
+      out = out.slice(0, tok.s) + IMPORT_GLOBAL + out.slice(tok.e);
+    }
+  }
+  return out;
+}
+
+/**
+ * The module source with its dynamic `import(` calls turned into `__imp_(` calls; throws the
+ * refusal for a static import of a module the sandbox does not offer.
+ */
+function guardImports(source) {
+  if (!source.includes("import")) return source;
+  const { tokens } = tokenize(source);
+  for (const imp of findImports(tokens)) {
+    const spec = tokens.find((t) => t.s >= imp.s && t.e <= imp.e && t.t === "str");
+    const text = spec === undefined ? "" : source.slice(spec.s + 1, spec.e - 1);
+    if (!importable(text)) throw importRefusal(text);
+  }
+  return rewriteImportCalls(source, tokens);
+}
+
+/**
+ * Source that code evaluates at run time (`eval`, the function constructors, string timers),
+ * guarded like the code itself: its `import(` calls go through `importForUser`. Source the
+ * tokenizer cannot follow is refused rather than run unguarded.
+ */
+function guardSource(text) {
+  const source = typeof text === "string" ? text : safeString(text);
+  if (!source.includes("import")) return source;
+  const { tokens, ok } = tokenize(source);
+  if (!ok) throw new SyntaxError("the sandbox cannot check the imports of this source, so it does not run it");
+  return rewriteImportCalls(source, tokens);
 }
 
 const AsyncFunctionCtor = (async function () {}).constructor;

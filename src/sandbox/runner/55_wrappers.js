@@ -1,5 +1,6 @@
-// 55_wrappers.js: typed wrapper modules: linking `wrappers/<name>.ts` imports to data: URLs and
-// installing the Python package `wrappers`. Relies on 00, 02; uses `pyodide` (60).
+// 55_wrappers.js: typed wrapper modules: linking `wrappers/<name>.ts` imports to data: URLs
+// (`wrapperUrl`, `linkWrappers`) and installing the Python package `wrappers`. Relies on 00, 02;
+// uses `uniqueModule` (50) and `pyodide` (60).
 
 // ---------------------------------------------------------------------------------------------
 // Typed wrapper modules (`code-executor wrappers`, docs/interface.md). The host copies the
@@ -24,17 +25,20 @@ function wrapperText(file) {
   }
 }
 
+/** The data: URL of staged wrapper module `name` (or of a module that throws why it is missing). */
+function wrapperUrl(name) {
+  let text = wrapperText(name + ".ts");
+  if (text === null) {
+    const msg = `no wrapper module wrappers/${name}.ts: generate it with \`code-executor wrappers\``;
+    text = "throw new Error(" + JSONStringify(msg) + ");\n";
+  }
+  return "data:application/typescript;base64," + base64Utf8(uniqueModule(text));
+}
+
 /** Links `wrappers/<name>.ts` import specifiers to the staged modules. */
 function linkWrappers(source) {
   if (!source.includes("wrappers/")) return source;
-  return source.replace(WRAPPER_SPECIFIER_RE, (_all, lead, quote, name) => {
-    let text = wrapperText(name + ".ts");
-    if (text === null) {
-      const msg = `no wrapper module wrappers/${name}.ts: generate it with \`code-executor wrappers\``;
-      text = "throw new Error(" + JSONStringify(msg) + ");\n";
-    }
-    return lead + quote + "data:application/typescript;base64," + base64Utf8(text) + quote;
-  });
+  return source.replace(WRAPPER_SPECIFIER_RE, (_all, lead, quote, name) => lead + quote + wrapperUrl(name) + quote);
 }
 
 /** Makes the staged `.py` modules importable as the package `wrappers`. */

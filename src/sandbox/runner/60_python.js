@@ -231,24 +231,54 @@ function pyWriter(stream) {
 }
 
 /**
- * Loads Pyodide from the directory named by the second launch argument (`extra`: snapshot
- * options), lending it `process` while it loads.
+ * Swaps `WebAssembly.instantiate` and `instantiateStreaming` for versions that instantiate
+ * Pyodide's module from `module` (compiled once by the supervisor, its code shared by every
+ * isolate of the process) instead of compiling its bytes again; small modules pass through.
+ * Returns the function that puts the originals back.
+ */
+function instantiateFrom(module) {
+  const wasm = globalThis.WebAssembly;
+  const { instantiate, instantiateStreaming } = wasm;
+  const fromModule = async (imports) => ({ instance: await ReflectApply(instantiate, wasm, [module, imports]), module });
+  wasm.instantiate = function (source, imports) {
+    if (source?.byteLength > 1000000) return fromModule(imports);
+    return ReflectApply(instantiate, wasm, [source, imports]);
+  };
+  wasm.instantiateStreaming = async function (response, imports) {
+    const r = await response;
+    if (typeof r?.url === "string" && r.url.endsWith("/pyodide.asm.wasm")) {
+      r.body?.cancel().catch(() => {});
+      return fromModule(imports);
+    }
+    return ReflectApply(instantiateStreaming, wasm, [r, imports]);
+  };
+  return () => {
+    wasm.instantiate = instantiate;
+    wasm.instantiateStreaming = instantiateStreaming;
+  };
+}
+
+/**
+ * Loads Pyodide as the supervisor prepared it (`launch.pyodide`): the API module from the
+ * distribution, the Emscripten module from the source text the supervisor read (evaluated here,
+ * outside the module loader), the WebAssembly instance from the process's compiled module, and
+ * `extra` (snapshot options). Pyodide runs in its Deno mode: no Node `process` is lent to it.
  */
 async function startPyodide(extra) {
-  let dir = launchArgs[1];
-  if (typeof dir !== "string" || !dir.startsWith("/")) {
-    throw new Error("python: the Pyodide directory must be given as an absolute path (second argument)");
-  }
-  if (!dir.endsWith("/")) dir += "/";
-  const url = new URL("file:///");
-  url.pathname = dir + "pyodide.mjs";
-  // Pyodide (and its Emscripten glue) choose their Node-compatible code paths by looking at
-  // `process` while loading; user code never sees it.
-  if (processPrivate !== undefined) defineGlobal("process", processPrivate);
+  const p = launch.pyodide;
+  const dirUrl = new URL("file:///");
+  dirUrl.pathname = p.dir;
+  const url = new URL("pyodide.mjs", dirUrl);
+  const createPyodideModule = evalPrivate(p.emscriptenSource);
+  const restore = instantiateFrom(p.module);
+  const denoDescriptor = Object.getOwnPropertyDescriptor(globalThis, "Deno");
+  delete globalThis.Deno;
   try {
     const { loadPyodide } = await import(url.href);
     return await loadPyodide({
-      indexURL: dir,
+      indexURL: dirUrl.href,
+      lockFileContents: p.lock,
+      createPyodideModule,
       // `_` would otherwise name the worker's real working directory.
       env: { HOME: "/home/pyodide", _: undefined },
       _sysExecutable: "/usr/bin/python3",
@@ -258,7 +288,7 @@ async function startPyodide(extra) {
       ...extra,
     });
   } finally {
-    // Emscripten still reads `process` for getuid/umask/exit codes: a stand-in with nothing of the host.
-    defineGlobal("process", { getuid: () => 0, umask: () => 0o022, exitCode: undefined });
+    restore();
+    ObjectDefineProperty(globalThis, "Deno", denoDescriptor);
   }
 }

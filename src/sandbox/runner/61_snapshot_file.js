@@ -1,46 +1,29 @@
-// 61_snapshot_file.js: the Pyodide memory snapshot file: its format, reading and verifying it
-// (`readSnapshot`), and the `snapshot` mode that writes it (`writeSnapshot`), reproducibly
-// (`makeRunReproducible`). Relies on 00-02,
-// `startPyodide` (60); calls `installSandboxModule` (62).
+// 61_snapshot_file.js: the Pyodide memory snapshot: reading its payload (`readSnapshotPayload`),
+// and the `snapshot` mode that makes it (`makeSnapshot`), reproducibly (`makeRunReproducible`).
+// Relies on 00-02, `startPyodide` (60); calls `installSandboxModule` (62).
 
-// Snapshot file: "PYSNAP01", SHA-256 of this runner's own URL (so of its source), checksum of
-// the payload, zeros up to byte 80, then the payload: Pyodide's `makeMemorySnapshot()`.
-const SNAPSHOT_MAGIC = "PYSNAP01";
+// Snapshot file: "PYSNAP01", SHA-256 of the supervisor's own URL (so of the whole runner), a
+// checksum of the payload, zeros up to byte 80, then the payload: Pyodide's
+// `makeMemorySnapshot()`. The supervisor verifies the file once, when its process starts, and
+// writes it in `snapshot` mode; an isolate reads only the payload.
 const SNAPSHOT_HEADER = 80;
-const sha256 = async (bytes) => new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const oneLine = (e) => safeString(e?.message ?? e).replace(/\s+/g, " ").slice(0, 1000);
 
-/** 64-bit checksum of a 4-aligned Uint8Array (against damage, not attacks: 3x faster than SHA-256). */
-function checksum(bytes) {
-  const words = new Int32Array(bytes.buffer, bytes.byteOffset, bytes.length >> 2);
-  let a = -2128831035;
-  let b = 1;
-  for (let i = 0; i < words.length; i++) {
-    a = Math.imul(a ^ words[i], 16777619);
-    b = (Math.imul(b, 31) + words[i]) | 0;
-  }
-  return new Uint8Array(new Int32Array([a, b]).buffer);
-}
-
-/** The payload of snapshot file `path` if the file is whole and was made by this very runner. */
-async function readSnapshot(path) {
+/** The payload of the (verified) snapshot file at `path`, read in place. */
+async function readSnapshotPayload(path) {
   const file = await D.open(path);
-  const size = (await file.stat()).size;
-  const bytes = new Uint8Array(size); // read in place: half the cost of readFile
-  for (let n = 0, at = 0; at < size; at += n) {
-    if (!(n = await file.read(bytes.subarray(at)))) throw new Error("truncated while reading");
+  try {
+    const size = (await file.stat()).size - SNAPSHOT_HEADER;
+    if (!(size > 0)) throw new Error("not a snapshot file");
+    await file.seek(SNAPSHOT_HEADER, D.SeekMode.Start);
+    const bytes = new Uint8Array(size);
+    for (let n = 0, at = 0; at < size; at += n) {
+      if (!(n = await file.read(bytes.subarray(at)))) throw new Error("truncated while reading");
+    }
+    return bytes;
+  } finally {
+    file.close();
   }
-  file.close();
-  const payload = bytes.subarray(SNAPSHOT_HEADER);
-  if (size <= SNAPSHOT_HEADER || decodeUtf8(bytes.subarray(0, 8)) !== SNAPSHOT_MAGIC) {
-    throw new Error("not a snapshot file");
-  }
-  if (!sameBytes(bytes.subarray(8, 40), await sha256(encodeUtf8(import.meta.url)))) {
-    throw new Error("made by another runner version");
-  }
-  if (size % 16 !== 0 || !sameBytes(bytes.subarray(40, 48), checksum(payload))) throw new Error("checksum mismatch");
-  return payload;
 }
 
 /**
@@ -87,32 +70,22 @@ function makeRunReproducible() {
     return view;
   };
   globalThis.crypto.getRandomValues = fill;
-  processPrivate.getBuiltinModule("node:crypto").randomFillSync = fill;
   let wallClock = SNAPSHOT_CLOCK_START_MS;
   let monotonic = 0;
   Date.now = () => (wallClock += 1);
   performance.now = () => (monotonic += 1);
 }
 
-/** Mode `snapshot DIR OUT` (trusted, at install time): writes a snapshot file to OUT. */
-async function writeSnapshot() {
-  try {
-    const out = launchArgs[2];
-    if (typeof out !== "string" || out === "") throw new Error("usage: snapshot <pyodide_dir> <out_file>");
-    makeRunReproducible();
-    const py = await startPyodide({ _makeSnapshot: true });
-    py.runPython(PY_SNAPSHOT_IMPORTS);
-    installSandboxModule(py);
-    const payload = py.makeMemorySnapshot();
-    const file = new Uint8Array(SNAPSHOT_HEADER + payload.length);
-    file.set(encodeUtf8(SNAPSHOT_MAGIC));
-    file.set(await sha256(encodeUtf8(import.meta.url)), 8);
-    file.set(checksum(payload), 40);
-    file.set(payload, SNAPSHOT_HEADER);
-    D.writeFileSync(out, file);
-  } catch (e) {
-    diag("snapshot failed: " + oneLine(e));
-    exitPrivate(1);
-  }
-  exitPrivate(0);
+/**
+ * Mode `snapshot` (trusted, at install time, no user code): loads Pyodide fresh, imports the
+ * modules, installs module `sandbox`, and hands the memory snapshot to the supervisor, which
+ * writes the file.
+ */
+async function makeSnapshot() {
+  makeRunReproducible();
+  const py = await startPyodide({ _makeSnapshot: true });
+  py.runPython(PY_SNAPSHOT_IMPORTS);
+  installSandboxModule(py);
+  const payload = py.makeMemorySnapshot();
+  postToSupervisor({ snapshot: payload }, [payload.buffer]);
 }

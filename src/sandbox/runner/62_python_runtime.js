@@ -1,6 +1,6 @@
 // 62_python_runtime.js: the Python runtime: installing module `sandbox`, `preparePython`
 // (before `ready`, from the snapshot file or not) and `runPython`. Relies on 00-02,
-// `installPythonWrappers` (55), 60 and `readSnapshot` (61).
+// `installPythonWrappers` (55), 60 and `readSnapshotPayload` (61).
 
 /** Creates module `sandbox` from `PY_PRELUDE`. */
 function installSandboxModule(py) {
@@ -10,40 +10,36 @@ function installSandboxModule(py) {
 }
 
 /**
- * Loads Pyodide from the directory named by the second launch argument, or from the snapshot
- * file named by the third (read-only access to both).
+ * Loads Pyodide into this isolate from the process's verified memory snapshot (`launch.pyodide
+ * .snapshot`, a file path), or without one, and connects module `sandbox` to this isolate. A
+ * snapshot Pyodide cannot load is reported to the supervisor as unusable (see `main`).
  */
 async function preparePython() {
-  const file = launchArgs[2];
+  const file = launch.pyodide.snapshot;
   let connect = "import sandbox, _sandbox_host\nsandbox._connect(_sandbox_host.call)\nsandbox.run";
-  if (file === undefined) {
+  if (typeof file !== "string") {
     pyodide = await startPyodide({});
     installSandboxModule(pyodide);
   } else {
-    // Unusable snapshot: exit code 75, the host discards the file and makes a new one.
     try {
-      // Read while Pyodide's code loads.
-      const snapshot = readSnapshot(file);
-      snapshot.catch(() => {}); // awaited by loadPyodide
-      pyodide = await startPyodide({ _loadSnapshot: snapshot });
-      (await snapshot).buffer.transfer?.(0); // frees the file's bytes now, not at some later GC
-      // `random` was seeded when the snapshot was made: every worker would draw the same numbers.
-      connect = "import random\nrandom.seed()\n" + connect;
+      const payload = await readSnapshotPayload(file);
+      pyodide = await startPyodide({ _loadSnapshot: payload });
+      // Pyodide copied it into its memory: free the file's 30 MB now, not at some later GC.
+      payload.buffer.transfer?.(0);
     } catch (e) {
-      diag("snapshot unusable: " + oneLine(e));
-      exitPrivate(75);
+      throw new SnapshotUnusable(oneLine(e));
     }
+    // `random` was seeded when the snapshot was made: every isolate would draw the same numbers.
+    connect = "import random\nrandom.seed()\n" + connect;
   }
   pyodide.setStdout(pyWriter("stdout"));
   pyodide.setStderr(pyWriter("stderr"));
   pyodide.registerJsModule("_sandbox_host", { call: pyHostCall });
   pyRun = pyodide.runPython(connect);
-  if (!warmUpWanted) return;
-  // Run the execution paths once (compiling, awaiting JS promises, value and traceback
-  // conversion) so their first-use costs are paid before `ready`: print(1) then takes ~15 ms, not ~45.
-  await pyRun("import asyncio, js\nawait asyncio.sleep(0)\nawait js.Promise.resolve(1)\n[1, {'a': (2.5, None)}]");
-  await pyRun("def f():\n    raise ValueError('x')\nf()");
 }
+
+/** Why Pyodide could not start from the snapshot file (the supervisor then gives up on it). */
+class SnapshotUnusable extends Error {}
 
 /**
  * A Pyodide fatal error (JS stack exhausted by deep C recursion, abort, a signal...): Python is

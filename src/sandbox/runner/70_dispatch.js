@@ -72,7 +72,8 @@ function makeTimerGlobals() {
     const ms = Number(delay);
     const due = performanceNow() + (ms > 0 ? ms : 0);
     if (typeof callback !== "function") {
-      const other = setTimeoutPrivate(callback, delay, ...args);
+      // A string is evaluated when the timer fires: guarded like `eval`.
+      const other = setTimeoutPrivate(guardSource(callback), delay, ...args);
       userTimers.set(other, -Infinity); // when it runs is unknown: always treated as due
       return other;
     }
@@ -85,7 +86,7 @@ function makeTimerGlobals() {
     return id;
   }
   function setInterval(callback, delay, ...args) {
-    const id = setIntervalPrivate(callback, delay, ...args);
+    const id = setIntervalPrivate(typeof callback === "function" ? callback : guardSource(callback), delay, ...args);
     userTimers.set(id, -Infinity);
     return id;
   }

@@ -1,0 +1,79 @@
+// 99_main.js: the entry points: the main thread's (`main`: the launch modes) and the router's
+// (`routerMain`), the dispatch of the host's messages (`onHostLine`). Relies on everything before.
+
+/** @param {string} text */
+function onHostLine(text) {
+  if (text.trim() === "") return;
+  const msg = JSONParse(text);
+  if (msg === null || typeof msg !== "object" || msg.v !== 2) {
+    diag("ignoring a malformed message from the host");
+    return;
+  }
+  if (msg.type === "allowed") return allowed();
+  if (!Number.isSafeInteger(msg.exec)) {
+    diag("ignoring a message without its execution");
+    return;
+  }
+  switch (msg.type) {
+    case "execute":
+      if (typeof msg.line === "string") execute(msg.exec, msg.line);
+      break;
+    case "reply":
+      if (typeof msg.line === "string") toIsolate(msg.exec, msg.line);
+      break;
+    case "cancel":
+      cancel(msg.exec);
+      break;
+    default:
+      diag("ignoring an unknown message type " + safeString(msg.type).slice(0, 64));
+  }
+}
+
+/** The main thread: reads the isolate runner, prepares, starts the router, then serves it. */
+async function main() {
+  const [mode, socket, stockArg, maxArg, dir, snapshot] = launchArgs;
+  await readIsolateSource();
+  if (mode === "snapshot") {
+    await writeSnapshot();
+    D.exit(0);
+  }
+  if (mode !== "typescript" && mode !== "python") throw new Error(`unknown mode ${safeString(mode).slice(0, 64)}`);
+  const stock = Number(stockArg);
+  const pyodide = mode === "python" ? await preparePyodide(dir, snapshot) : undefined;
+  const max = Number(maxArg);
+  const setup = {
+    stock: Number.isSafeInteger(stock) && stock >= 0 ? stock : 1,
+    maxIsolates: Number.isSafeInteger(max) && max >= 3 ? max : 3,
+  };
+  startRouter(socket, setup, { mode, pyodide });
+}
+
+/** The router: connects to the host, keeps the stock, routes until the host goes away. */
+function routerMain() {
+  globalThis.onmessage = async (event) => {
+    const m = event.data;
+    if (typeof m.socket === "string") {
+      stockWanted = m.stock;
+      maxIsolates = m.maxIsolates;
+      try {
+        await connectToHost(m.socket);
+      } catch (e) {
+        diag("cannot connect to the host: " + oneLine(e));
+        return exitProcess(70);
+      }
+      refill();
+      readHostLines(onHostLine);
+    } else {
+      fromMain(m);
+    }
+  };
+}
+
+if (inRouter) {
+  routerMain();
+} else {
+  main().catch((e) => {
+    diag("supervisor failed: " + safeString(e?.stack ?? e));
+    D.exit(70);
+  });
+}
