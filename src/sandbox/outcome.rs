@@ -142,7 +142,11 @@ pub(crate) fn diagnose_exit(
 ) -> String {
     use std::os::unix::process::ExitStatusExt;
     let lower = stderr.to_ascii_lowercase();
-    if lower.contains("out of memory") || lower.contains("allocation failed") {
+    // V8 says "out of memory" or "allocation failed"; Deno's own Rust code,
+    // refused by RLIMIT_DATA, aborts with "memory allocation of N bytes failed".
+    let refused_allocation = lower.contains("memory allocation of") && lower.contains("failed");
+    if lower.contains("out of memory") || lower.contains("allocation failed") || refused_allocation
+    {
         return format!(
             "{OUT_OF_MEMORY}: the execution exceeded the worker's memory limit (V8 heap {heap_mb} MiB) and was killed"
         );
@@ -258,6 +262,21 @@ mod tests {
             8 * MIB,
         );
         assert!(msg.starts_with("out of memory"), "{msg}");
+    }
+
+    #[test]
+    fn a_refused_rust_allocation_is_named_out_of_memory() {
+        use std::os::unix::process::ExitStatusExt;
+        let aborted = std::process::ExitStatus::from_raw(libc::SIGABRT);
+        let msg = diagnose_exit(
+            Some(aborted),
+            "memory allocation of 268435456 bytes failed\n",
+            64,
+            8 * MIB,
+        );
+        assert!(msg.starts_with("out of memory"), "{msg}");
+        let other = diagnose_exit(Some(aborted), "thread panicked\n", 64, 8 * MIB);
+        assert!(!other.starts_with("out of memory"), "{other}");
     }
 
     #[test]
