@@ -111,6 +111,18 @@ pub(crate) struct Wiring {
     pub metrics: Arc<Metrics>,
 }
 
+/// An execution as it ended: the client's report and what the audit and metrics record of it.
+struct Finished {
+    report: ExecutionReport,
+    /// How it ended, as metrics and the audit name it (`ok`, `refused`, `timeout`, ...).
+    outcome: &'static str,
+    /// The worker process's peak resident memory, when it ran in one.
+    peak_memory_bytes: Option<u64>,
+    counts: CallCounts,
+    /// The worker process it ran in.
+    worker_pid: Option<u32>,
+}
+
 pub struct Executor {
     settings: Arc<Settings>,
     typescript: Arc<ProcessPool>,
@@ -200,7 +212,13 @@ impl Executor {
         let started = Instant::now();
         let number = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         let execution_id = format!("{}-{number}", std::process::id());
-        let (report, outcome, peak_memory_bytes, counts, worker_pid) = self
+        let Finished {
+            report,
+            outcome,
+            peak_memory_bytes,
+            counts,
+            worker_pid,
+        } = self
             .execute_inner(&request, &execution_id, number, started)
             .await;
         let counter = if report.success {
@@ -241,13 +259,7 @@ impl Executor {
         execution_id: &str,
         number: u64,
         started: Instant,
-    ) -> (
-        ExecutionReport,
-        &'static str,
-        Option<u64>,
-        CallCounts,
-        Option<u32>,
-    ) {
+    ) -> Finished {
         let fail = |error: String| {
             let report = ExecutionReport {
                 success: false,
@@ -260,7 +272,13 @@ impl Executor {
                 tool_call_summary: vec![],
                 tool_call_summary_rest: None,
             };
-            (report, "refused", None, CallCounts::default(), None)
+            Finished {
+                report,
+                outcome: "refused",
+                peak_memory_bytes: None,
+                counts: CallCounts::default(),
+                worker_pid: None,
+            }
         };
         if request.code.len() > self.settings.max_code_bytes {
             return fail(format!(
@@ -354,13 +372,13 @@ impl Executor {
             tool_call_summary: summary,
             tool_call_summary_rest: rest,
         };
-        (
+        Finished {
             report,
-            end,
-            outcome.peak_memory_bytes,
+            outcome: end,
+            peak_memory_bytes: outcome.peak_memory_bytes,
             counts,
-            process.pid(),
-        )
+            worker_pid: process.pid(),
+        }
     }
 
     /// Waits for an execution slot, or refuses at once when the queue is full.

@@ -359,10 +359,7 @@ impl WorkerProcess {
     /// The process's peak resident memory so far (`VmHWM`), while it runs: shared by every
     /// execution it has run.
     fn peak_memory_bytes(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid?)).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+        status_bytes(self.pid?, "VmHWM")
     }
 
     /// Runs `code` as execution `exec` in a fresh isolate of this process, to completion, the
@@ -634,7 +631,7 @@ impl DataLimits {
         }
         let pid = self.pid.ok_or("it has no process id")?;
         let target = jail::data_limit(&self.policy, count);
-        let mapped = mapped_bytes(pid).unwrap_or(0);
+        let mapped = status_bytes(pid, "VmData").unwrap_or(0);
         let (limit, fits) = {
             let mut last = self.last.lock().expect("limits lock");
             let limit = last.next_limit(count, target, mapped);
@@ -659,11 +656,14 @@ impl DataLimits {
     }
 }
 
-/// What process `pid` maps in the memory RLIMIT_DATA counts (`VmData`).
-fn mapped_bytes(pid: u32) -> Option<u64> {
+/// A memory figure of process `pid` from `/proc/<pid>/status` (`field`: `VmData`, the memory
+/// RLIMIT_DATA counts; `VmHWM`, the peak resident memory), in bytes.
+fn status_bytes(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmData:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    let value = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?;
+    let kib: u64 = value.split_whitespace().next()?.parse().ok()?;
     Some(kib * 1024)
 }
 
@@ -842,6 +842,44 @@ mod tests {
             limit,
             fits: 0,
         }
+    }
+
+    #[test]
+    fn memory_figures_are_read_from_proc_status_in_bytes() {
+        let me = std::process::id();
+        let data = status_bytes(me, "VmData").expect("VmData of this process");
+        assert!(data > MIB && data.is_multiple_of(1024), "{data}");
+        assert!(status_bytes(me, "VmHWM").is_some_and(|b| b > 0));
+        // A field that is only a prefix of another, or absent, is not read.
+        assert_eq!(status_bytes(me, "Vm"), None);
+        assert_eq!(status_bytes(me, "VmNoSuchField"), None);
+    }
+
+    #[tokio::test]
+    async fn a_process_gets_the_data_limit_of_its_isolates_and_never_more_isolates() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let policy = jail::JailPolicy {
+            max_data_bytes: 100 * MIB,
+            max_isolates: 5,
+            ..jail::JailPolicy::default()
+        };
+        let limits = DataLimits::new(Some(child.id()), policy);
+        let refused = limits.fit(6);
+        let allowed = limits.fit(3);
+        let soft = std::fs::read_to_string(format!("/proc/{}/limits", child.id()))
+            .expect("limits")
+            .lines()
+            .find(|l| l.starts_with("Max data size"))
+            .and_then(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok());
+        let _ = child.kill();
+        let _ = child.wait();
+        let refused = refused.expect_err("six isolates are over the five allowed");
+        assert!(refused.contains("over its 5"), "{refused}");
+        assert_eq!(allowed, Ok(proto::allowed_envelope(3)));
+        assert_eq!(soft, Some(100 * MIB + 3 * RES));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::fs_rules::{self, FsGrants};
 use super::jail::{self, JailPolicy};
 use super::proto::Language;
 use super::runner;
-use super::seed::PreparedSlot;
+use super::snapshot::PreparedSlot;
 
 /// The largest file the trusted snapshot run may write (the Pyodide memory snapshot is about
 /// 30 MiB); workers get [`JailPolicy::max_file_bytes`].

@@ -7,8 +7,8 @@
 //! - `outcome`: how a run ended, the output cap, the words for failures.
 //! - `pool`: worker processes by client session, their retirement, the spare process.
 //! - `stage`: the private copy of the wrapper modules a process may read.
-//! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `seed`: what every
-//!   process starts from (the verified snapshot).
+//! - `snapshot`: the trusted run that makes the Pyodide memory snapshot, and the verified
+//!   snapshot worker processes start from.
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
 //! - `fs_rules`: the part of the filesystem a Deno process may reach, enforced by the kernel
 //!   (Landlock).
@@ -27,6 +27,5 @@ pub mod pool;
 pub mod proto;
 pub mod runner;
 pub mod runtimes;
-pub mod seed;
 pub mod snapshot;
 pub mod stage;

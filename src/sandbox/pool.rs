@@ -11,6 +11,7 @@
 //! execution until the language has gone unused for [`IDLE_AFTER`].
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,7 +56,7 @@ pub(crate) struct ProcessPool {
     binding: tokio::sync::Mutex<()>,
     wanted: Arc<Notify>,
     /// Whether a spare is kept now, and when a session last asked for a process.
-    spare_wanted: std::sync::atomic::AtomicBool,
+    spare_wanted: AtomicBool,
     last_acquired: Mutex<std::time::Instant>,
 }
 
@@ -75,7 +76,7 @@ impl ProcessPool {
             bound: Mutex::new(HashMap::new()),
             binding: tokio::sync::Mutex::new(()),
             wanted: Arc::new(Notify::new()),
-            spare_wanted: std::sync::atomic::AtomicBool::new(policy.spare_from_start),
+            spare_wanted: AtomicBool::new(policy.spare_from_start),
             last_acquired: Mutex::new(std::time::Instant::now()),
         });
         if warm && policy.stock > 0 {
@@ -89,10 +90,7 @@ impl ProcessPool {
     /// spare (now bound to it), else one started now.
     pub(crate) async fn acquire(&self, session: &str) -> Result<Arc<WorkerProcess>, SpawnError> {
         *self.last_acquired.lock().expect("last acquired lock") = std::time::Instant::now();
-        if !self
-            .spare_wanted
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
+        if !self.spare_wanted.swap(true, Ordering::Relaxed) {
             self.wanted.notify_one();
         }
         if let Some(process) = self.serving(session) {
@@ -104,7 +102,9 @@ impl ProcessPool {
         }
         let spare = self.spare.lock().expect("spare lock").take();
         self.wanted.notify_one();
-        let process = match spare.filter(|p| p.is_serving() && self.wrappers_current(p)) {
+        let wrappers = self.current_wrappers();
+        let process = match spare.filter(|p| p.is_serving() && p.wrappers() == wrappers.as_deref())
+        {
             Some(process) => process,
             None => self.start_one().await?,
         };
@@ -127,6 +127,8 @@ impl ProcessPool {
 
     /// `session`'s process, if it may take another execution; one that may not is let go.
     fn serving(&self, session: &str) -> Option<Arc<WorkerProcess>> {
+        // Read from the disk before the lock is taken, not while other sessions wait for it.
+        let wrappers = self.current_wrappers();
         let mut bound = self.bound.lock().expect("bound lock");
         let process = bound.get(session)?.clone();
         let (served, _) = process.served_and_running();
@@ -134,7 +136,7 @@ impl ProcessPool {
             None
         } else if served >= self.policy.max_executions {
             Some("it ran its share of executions")
-        } else if !self.wrappers_current(&process) {
+        } else if process.wrappers() != wrappers.as_deref() {
             Some("the wrapper modules changed")
         } else {
             None
@@ -150,10 +152,9 @@ impl ProcessPool {
         }
     }
 
-    /// Whether the process was given the wrapper modules as they are now.
-    fn wrappers_current(&self, process: &WorkerProcess) -> bool {
-        process.wrappers()
-            == stage::fingerprint(self.config.wrappers_dir.as_deref(), self.language).as_deref()
+    /// The wrapper modules as they are now (compared with what a process was given).
+    fn current_wrappers(&self) -> Option<String> {
+        stage::fingerprint(self.config.wrappers_dir.as_deref(), self.language)
     }
 
     /// With more session processes than allowed, the one idle the longest (running nothing).
@@ -172,7 +173,7 @@ impl ProcessPool {
         bound.remove(&oldest)
     }
 
-    /// Starts a process now (an execution waits for it); a snapshot the runner refuses is
+    /// Starts a process (for an execution waiting for it, or as the spare); a snapshot the runner refuses is
     /// dropped (logged loudly) and the start retried without it, so Python keeps working, only
     /// slower to start.
     async fn start_one(&self) -> Result<Arc<WorkerProcess>, SpawnError> {
@@ -235,13 +236,16 @@ impl ProcessPool {
             .elapsed()
             > IDLE_AFTER;
         if !self.policy.spare_from_start && unused {
-            self.spare_wanted
-                .store(false, std::sync::atomic::Ordering::Relaxed);
+            self.spare_wanted.store(false, Ordering::Relaxed);
         }
-        let keep = self.spare_wanted.load(std::sync::atomic::Ordering::Relaxed);
+        let keep = self.spare_wanted.load(Ordering::Relaxed);
+        let wrappers = self.current_wrappers();
         let mut spare = self.spare.lock().expect("spare lock");
         if spare.as_ref().is_some_and(|p| {
-            !keep || !p.is_serving() || p.age() > self.policy.max_age || !self.wrappers_current(p)
+            !keep
+                || !p.is_serving()
+                || p.age() > self.policy.max_age
+                || p.wrappers() != wrappers.as_deref()
         }) {
             if let Some(p) = spare.take() {
                 p.retire("the spare served its time, or its language went unused");
@@ -263,7 +267,7 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
             .expect("spare lock")
             .as_ref()
             .is_some_and(|s| s.is_serving());
-        if has_spare || !p.spare_wanted.load(std::sync::atomic::Ordering::Relaxed) {
+        if has_spare || !p.spare_wanted.load(Ordering::Relaxed) {
             // `notify_one` keeps a permit, so a take between here and the await is not lost.
             let wanted = p.wanted.clone();
             drop(p);
@@ -271,8 +275,7 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
             continue;
         }
         let started = std::time::Instant::now();
-        let result = WorkerProcess::start(&p.config, p.language, p.policy.stock).await;
-        match result {
+        match p.start_one().await {
             Ok(process) => {
                 tracing::debug!(
                     language = p.language.as_str(),
@@ -281,10 +284,6 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
                 );
                 *p.spare.lock().expect("spare lock") = Some(process);
                 backoff = Duration::from_millis(100);
-            }
-            Err(SpawnError::SnapshotUnusable(reason)) => {
-                tracing::error!("discarding the Pyodide snapshot: {reason}");
-                p.config.prepared.discard();
             }
             Err(e) => {
                 tracing::warn!(
