@@ -216,13 +216,7 @@ impl WorkerProcess {
         drop(listener);
         let _ = std::fs::remove_file(&socket);
         source.abort();
-        // Only the process started here may be this socket's peer.
-        let peer = stream.peer_cred().ok().and_then(|c| c.pid());
-        if peer.is_none() || peer.map(|p| p as u32) != pid {
-            return Err(SpawnError::NotReady(format!(
-                "the socket's peer is process {peer:?}, not the worker {pid:?}"
-            )));
-        }
+        check_peer(&stream, pid)?;
         let (reader, mut writer) = stream.into_split();
         let (outbox, mut queued) = mpsc::channel::<String>(REPLY_QUEUE);
         tokio::spawn(async move {
@@ -808,6 +802,18 @@ async fn route(
     tracing::debug!(process = p.id, "worker process gone: {why}");
 }
 
+/// Only the process started here may be the socket's peer (`SO_PEERCRED`): a connection from
+/// any other process, even one of the same user that reached the path first, is refused.
+fn check_peer(stream: &tokio::net::UnixStream, worker: Option<u32>) -> Result<(), SpawnError> {
+    let peer = stream.peer_cred().ok().and_then(|c| c.pid());
+    match (peer, worker) {
+        (Some(peer), Some(worker)) if u32::try_from(peer).ok() == Some(worker) => Ok(()),
+        _ => Err(SpawnError::NotReady(format!(
+            "the socket's peer is process {peer:?}, not the worker {worker:?}"
+        ))),
+    }
+}
+
 /// Keeps the last [`STDERR_TAIL_BYTES`] of a stream until it ends.
 async fn read_tail(mut stderr: impl tokio::io::AsyncRead + Unpin) -> String {
     let mut tail = Vec::new();
@@ -853,6 +859,44 @@ mod tests {
         // A field that is only a prefix of another, or absent, is not read.
         assert_eq!(status_bytes(me, "Vm"), None);
         assert_eq!(status_bytes(me, "VmNoSuchField"), None);
+    }
+
+    #[tokio::test]
+    async fn a_socket_peer_other_than_the_worker_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("host.sock");
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        // Another process reaches the socket first.
+        let connect = format!(
+            "import socket, time; s = socket.socket(socket.AF_UNIX); s.connect({:?}); time.sleep(30)",
+            path.to_str().expect("utf-8 path")
+        );
+        let mut intruder = std::process::Command::new("python3")
+            .args(["-c", &connect])
+            .spawn()
+            .expect("python3");
+        let accepted = tokio::time::timeout(Duration::from_secs(10), listener.accept()).await;
+        let intruder_pid = intruder.id();
+        let verdicts = accepted.ok().and_then(Result::ok).map(|(stream, _)| {
+            (
+                check_peer(&stream, Some(std::process::id())),
+                check_peer(&stream, None),
+                check_peer(&stream, Some(intruder_pid)),
+            )
+        });
+        let _ = intruder.kill();
+        let _ = intruder.wait();
+        let (as_other_worker, without_worker, as_itself) = verdicts.expect("a connection");
+        let refused = as_other_worker
+            .expect_err("a peer that is not the worker")
+            .to_string();
+        assert!(
+            refused.contains(&format!("peer is process Some({intruder_pid})")),
+            "{refused}"
+        );
+        assert!(without_worker.is_err());
+        // The check itself accepts the process it was started for.
+        assert!(as_itself.is_ok());
     }
 
     #[tokio::test]
