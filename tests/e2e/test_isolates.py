@@ -199,6 +199,30 @@ out
     ], ex.describe()
 
 
+def test_the_host_socket_and_its_permissions_are_out_of_reach(client: McpClient) -> None:
+    """The supervisor connected to the host with permissions for one socket path, then gave them
+    up (and the host removed the path) before any isolate existed: code can neither reach that
+    socket nor get the permissions back."""
+    ex = ok(client, """
+const out = {};
+let dir = "/tmp";
+try { dir = Deno.cwd().replace(/\\/cwd$/, ""); } catch (e) { out.cwd = e.name; }
+const sock = dir + "/host.sock";
+for (const [name, d] of [["net", { name: "net" }], ["read", { name: "read", path: sock }],
+                         ["write", { name: "write", path: sock }]]) {
+  try { out[name] = (await Deno.permissions.query(d)).state; } catch (e) { out[name] = e.name; }
+  try { out[name + "Request"] = (await Deno.permissions.request(d)).state; } catch (e) { out[name + "Request"] = e.name; }
+}
+try { const c = await Deno.connect({ transport: "unix", path: sock }); c.close(); out.connect = "connected"; }
+catch (e) { out.connect = e.name; }
+out
+""")
+    result = ex.result
+    assert isinstance(result, dict) and result.get("connect") not in (None, "connected"), ex.describe()
+    granted = {k: v for k, v in result.items() if v == "granted"}
+    assert not granted, f"permissions an isolate holds or got back: {granted}; {ex.describe()}"
+
+
 def test_the_module_loader_takes_only_what_the_sandbox_offers(client: McpClient) -> None:
     """Deno's module loader keeps what it learns of a module for the whole process, keyed by its
     URL (so by its text for a data: URL): a module loaded before loads measurably faster. An
