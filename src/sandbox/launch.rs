@@ -12,9 +12,9 @@ use base64::Engine as _;
 
 use super::fs_rules::{self, FsGrants};
 use super::jail::{self, JailPolicy};
+use super::prepared::PreparedSlot;
 use super::proto::Language;
 use super::runner;
-use super::snapshot::PreparedSlot;
 
 /// The largest file the trusted snapshot run may write (the Pyodide memory snapshot is about
 /// 30 MiB); workers get [`JailPolicy::max_file_bytes`].

@@ -7,8 +7,8 @@
 //! - `outcome`: how a run ended, the output cap, the words for failures.
 //! - `pool`: worker processes by client session, their retirement, the spare process.
 //! - `stage`: the private copy of the wrapper modules a process may read.
-//! - `snapshot`: the trusted run that makes the Pyodide memory snapshot, and the verified
-//!   snapshot worker processes start from.
+//! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `prepared`: what every
+//!   process starts from (the verified snapshot).
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
 //! - `fs_rules`: the part of the filesystem a Deno process may reach, enforced by the kernel
 //!   (Landlock).
@@ -24,6 +24,7 @@ pub mod jail;
 pub mod launch;
 pub mod outcome;
 pub mod pool;
+pub mod prepared;
 pub mod proto;
 pub mod runner;
 pub mod runtimes;

@@ -2,46 +2,19 @@
 //! jailed run of the supervisor in `snapshot` mode (no user code, write access to the one
 //! output file only), stored in the cache directory with its SHA-256 beside it, and verified
 //! before any worker process is told to load it. A Python isolate then starts from the
-//! snapshot in a fraction of the time a full Pyodide start takes. [`PreparedSlot`] holds the
-//! verified snapshot while worker processes may use it.
+//! snapshot in a fraction of the time a full Pyodide start takes.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::launch::{Purpose, WorkerConfig, supervisor_url};
+use super::prepared::Prepared;
 use super::runner;
 use crate::sandbox::runtimes::{DENO, PYODIDE};
-
-/// What the trusted preparation run made, verified.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Prepared {
-    /// The Pyodide memory snapshot Python isolates start from.
-    pub snapshot: PathBuf,
-}
-
-/// What worker processes currently start from, shared by every clone of a config.
-#[derive(Debug, Clone, Default)]
-pub struct PreparedSlot(Arc<RwLock<Option<Arc<Prepared>>>>);
-
-impl PreparedSlot {
-    pub(crate) fn get(&self) -> Option<Arc<Prepared>> {
-        self.0.read().expect("prepared slot lock").clone()
-    }
-
-    pub(crate) fn set(&self, prepared: Prepared) {
-        *self.0.write().expect("prepared slot lock") = Some(Arc::new(prepared));
-    }
-
-    /// Stops using the snapshot (Python then starts the slow way, but still starts).
-    pub(crate) fn discard(&self) {
-        *self.0.write().expect("prepared slot lock") = None;
-    }
-}
 
 /// How long making a snapshot may take (a full Pyodide start plus stdlib imports).
 const MAKE_TIMEOUT: Duration = Duration::from_secs(300);
