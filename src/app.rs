@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::broker::approval::{ApprovalConfig, Approvals};
 use crate::broker::gate::Gate;
 use crate::broker::{Broker, BrokerConfig, PatternError, Policy, RateQuotas};
 use crate::clients::discovery::{self, Discovery};
@@ -31,6 +32,8 @@ pub enum AppError {
     Discovery(#[from] discovery::DiscoveryError),
     #[error("settings: policy_allow/policy_deny: {0}")]
     Policy(#[from] PatternError),
+    #[error("settings: approval_required: {0}")]
+    Approval(PatternError),
     #[error(transparent)]
     Audit(#[from] AuditError),
     #[error(transparent)]
@@ -157,8 +160,15 @@ impl App {
             _ => AuditLog::disabled(),
         });
         let metrics = Arc::new(Metrics::new());
+        let approvals = Approvals::new(&ApprovalConfig {
+            required: settings.approval_required.clone(),
+            destructive: settings.approve_destructive_tools,
+            not_read_only: settings.approve_tools_not_read_only,
+        })
+        .map_err(AppError::Approval)?;
         let gate = Arc::new(Gate::new(
             broker,
+            Arc::new(approvals),
             upstream.clone(),
             audit.clone(),
             metrics.clone(),
@@ -215,6 +225,7 @@ pub(crate) fn upstream_pool(settings: &Settings, discovery: &Discovery) -> Upstr
         },
     )
     .remembering_lifecycles_in(&settings.cache_dir)
+    .with_roots(&settings.roots)
     .with_aliases(discovery.aliases.clone())
 }
 

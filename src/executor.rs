@@ -19,6 +19,8 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::sampling::{self, SampleRequest};
+use crate::ask::{AskLimits, Asking, ClientLine};
 use crate::broker::gate::{
     CallCounts, CallReport, ExecutionCalls, Gate, OtherToolCalls, ToolCallStat,
 };
@@ -44,6 +46,9 @@ pub(crate) struct ExecutionRequest {
     pub session: String,
     /// Cancelled when the client cancels the request: the worker is killed.
     pub cancel: CancellationToken,
+    /// The client, for the questions the execution asks it (sampling, approvals, relayed
+    /// questions of downstream servers).
+    pub client: Arc<ClientLine>,
 }
 
 /// What the client gets back (the `structuredContent` of an execution).
@@ -66,9 +71,19 @@ pub(crate) struct ExecutionReport {
     /// The calls of every tool beyond those `tool_call_summary` lists, summed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_summary_rest: Option<OtherToolCalls>,
+    /// Sampling requests sent to the client (`llm.ask`/`llm.think` and relayed ones).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sampling_rounds: u32,
+    /// The `maxTokens` those requests asked for, summed (MCP sampling reports no usage).
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub sampling_tokens: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
@@ -247,6 +262,11 @@ impl Executor {
         report
     }
 
+    /// How long the client's answer to a question is waited for.
+    pub(crate) fn ask_timeout(&self) -> Duration {
+        self.settings.ask_timeout
+    }
+
     /// The upstream pool and the server-wide policy: what the LLM's own look-ups
     /// (`searchTools`, `getToolSchema`, `listServers`) answer from, and within.
     pub(crate) fn directory(&self) -> (&UpstreamPool, Reach<'_>) {
@@ -271,6 +291,8 @@ impl Executor {
                 tool_calls_not_listed: 0,
                 tool_call_summary: vec![],
                 tool_call_summary_rest: None,
+                sampling_rounds: 0,
+                sampling_tokens: 0,
             };
             Finished {
                 report,
@@ -324,11 +346,22 @@ impl Executor {
         };
         // Cancelled by the client, or by the host-call budget (see `ExecutionCalls::spend`).
         let stop = request.cancel.child_token();
+        let asking = Arc::new(Asking::new(
+            request.client.clone(),
+            AskLimits {
+                sampling_rounds: self.settings.sampling_rounds_per_execution,
+                sampling_tokens: self.settings.sampling_tokens_per_execution,
+                elicitations: self.settings.elicitations_per_execution,
+            },
+            execution_id,
+            &request.session,
+            self.audit.clone(),
+        ));
         let host = Arc::new(HostSide {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
             calls: ExecutionCalls::new(
-                &request.session,
+                asking,
                 execution_id,
                 allowlist,
                 self.settings.max_tool_calls_per_execution,
@@ -361,6 +394,7 @@ impl Executor {
             rest,
             counts,
         } = host.calls.take_report();
+        let sampling = host.calls.sampling_spent();
         let report = ExecutionReport {
             success: outcome.success,
             output: outcome.output,
@@ -371,6 +405,8 @@ impl Executor {
             tool_calls_not_listed: not_listed,
             tool_call_summary: summary,
             tool_call_summary_rest: rest,
+            sampling_rounds: sampling.rounds,
+            sampling_tokens: sampling.tokens,
         };
         Finished {
             report,
@@ -487,7 +523,7 @@ impl HostSide {
             HostRequest::ListServers => as_value(Ok::<_, String>(
                 directory::servers_within(&self.upstream, &reach).await,
             )),
-            HostRequest::CallTool { .. } => Err("a tool call is not a look-up".into()),
+            _ => Err("not a look-up".into()),
         }
     }
 }
@@ -499,6 +535,16 @@ impl HostCalls for HostSide {
                 HostRequest::CallTool { target, args, raw } => {
                     self.gate.call(&self.calls, target, args, raw).await
                 }
+                HostRequest::Sample(params) => {
+                    self.calls.spend().map_err(|refusal| refusal.to_string())?;
+                    let request: SampleRequest = serde_json::from_value(params)
+                        .map_err(|e| format!("llm: invalid request: {e}"))?;
+                    sampling::sample_for_code(self.calls.asking(), request).await
+                }
+                content @ (HostRequest::ListResources { .. }
+                | HostRequest::ReadResource { .. }
+                | HostRequest::ListPrompts { .. }
+                | HostRequest::GetPrompt { .. }) => self.gate.content(&self.calls, content).await,
                 lookup => self.look_up(lookup).await,
             }
         }

@@ -18,6 +18,8 @@
 //! - `clients`: the MCP client config files users already have (where they are, how each is
 //!   read, discovery of the downstream servers); `setup` edits them, `wrappers` generates typed
 //!   modules from the live schemas: the two commands beside `serve`.
+//! - `ask`: the questions an execution puts to its client (sampling from code, approvals before
+//!   a tool call leaves, the downstream servers' questions relayed).
 //! - `config`: the server's own settings. `ops`: the audit trail and the metrics.
 //! - `appliance`: the container's relay, healthcheck and posture report.
 //! - `app`: the assembly of all of it from the settings, shared by every subcommand (`main.rs`
@@ -30,6 +32,7 @@
 
 pub mod app;
 pub mod appliance;
+pub(crate) mod ask;
 pub mod broker;
 pub mod catalog;
 pub mod clients;

@@ -9,9 +9,12 @@
 //!    called),
 //! 4. **validate** the arguments against its live input schema,
 //! 5. **rate**-limit it (tool, server, client session),
-//! 6. **send** it downstream,
-//! 7. **check** the result's size, **shape** it for code,
-//! 8. **record** it: the execution's report, the audit trail and the metrics, whatever happened.
+//! 6. **approve** it, when it needs the user's approval (`approval`): asked through the
+//!    client's elicitation, unless the session already allowed the tool,
+//! 7. **send** it downstream (the questions the server asks meanwhile are relayed to the
+//!    execution's client, `ask::relay`),
+//! 8. **check** the result's size, **shape** it for code,
+//! 9. **record** it: the execution's report, the audit trail and the metrics, whatever happened.
 //!
 //! The decisions are the `Broker`'s; this module only sequences them and records the outcome.
 //! A refused call never reaches the downstream server. Every refusal is a `Refusal` with its
@@ -29,8 +32,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+mod content;
+
+use super::approval::Approvals;
 use super::limits::Spent;
 use super::{Allowlist, Broker, HostCallBudget, Policy, Reach, Refusal};
+use crate::ask::approval::{self as asking_approval, Decision};
+use crate::ask::{Asking, SamplingSpent};
 use crate::catalog;
 use crate::ops::audit::{AuditLog, ToolCallRecord, clip_name};
 use crate::ops::metrics::Metrics;
@@ -125,6 +133,7 @@ impl Failure {
 /// The gate, shared by every execution.
 pub(crate) struct Gate {
     broker: Arc<Broker>,
+    approvals: Arc<Approvals>,
     upstream: Arc<UpstreamPool>,
     audit: Arc<AuditLog>,
     metrics: Arc<Metrics>,
@@ -137,6 +146,8 @@ pub(crate) struct ExecutionCalls {
     execution_id: String,
     allowlist: Allowlist,
     budget: HostCallBudget,
+    /// The execution's questions to its client (approvals, sampling, relayed questions).
+    asking: Arc<Asking>,
     /// Cancelled when the execution must stop (its budget is long spent): kills its worker.
     stop: CancellationToken,
     stopped: AtomicBool,
@@ -154,19 +165,21 @@ struct CallRecord {
 }
 
 impl ExecutionCalls {
-    /// `max_calls` is the host-call budget; `stop` is cancelled to end the execution.
+    /// `max_calls` is the host-call budget; `stop` is cancelled to end the execution; the
+    /// session and execution are `asking`'s.
     pub(crate) fn new(
-        session: &str,
+        asking: Arc<Asking>,
         execution_id: &str,
         allowlist: Allowlist,
         max_calls: u32,
         stop: CancellationToken,
     ) -> Self {
         ExecutionCalls {
-            session: session.to_string(),
+            session: asking.session().to_string(),
             execution_id: execution_id.to_string(),
             allowlist,
             budget: HostCallBudget::new(max_calls),
+            asking,
             stop,
             stopped: AtomicBool::new(false),
             record: Mutex::default(),
@@ -185,6 +198,16 @@ impl ExecutionCalls {
                 Err(refusal)
             }
         }
+    }
+
+    /// The execution's questions to its client.
+    pub(crate) fn asking(&self) -> &Arc<Asking> {
+        &self.asking
+    }
+
+    /// What the execution's sampling came to.
+    pub(crate) fn sampling_spent(&self) -> SamplingSpent {
+        self.asking.sampling_spent()
     }
 
     /// Whether the execution was stopped for making host calls long after its budget.
@@ -293,12 +316,14 @@ impl From<Refusal> for Stop {
 impl Gate {
     pub(crate) fn new(
         broker: Arc<Broker>,
+        approvals: Arc<Approvals>,
         upstream: Arc<UpstreamPool>,
         audit: Arc<AuditLog>,
         metrics: Arc<Metrics>,
     ) -> Self {
         Gate {
             broker,
+            approvals,
             upstream,
             audit,
             metrics,
@@ -337,7 +362,10 @@ impl Gate {
             Err(stop) => return self.stopped(calls, &name, &server, argument_bytes, stop),
         };
         let started = Instant::now();
-        let sent = self.upstream.call(&server, &tool, args).await;
+        let sent = self
+            .upstream
+            .call_for(&server, &tool, args, Some(&calls.asking))
+            .await;
         let elapsed = started.elapsed();
         let (shaped, result_bytes, failure) = match sent {
             Ok(result) => self.after_answer(&name, result, raw),
@@ -371,10 +399,16 @@ impl Gate {
                 .ensure_known(server)
                 .map(|server| (server, tool.clone())),
         };
-        resolved.map_err(|e| Refusal::UnknownTool(e.to_string()))
+        let (server, tool) = resolved.map_err(|e| Refusal::UnknownTool(e.to_string()))?;
+        if tool.starts_with('@') {
+            return Err(Refusal::UnknownTool(format!(
+                "`{tool}` is not a tool: names beginning with `@` stand for a server's resources and prompts (readResource, getPrompt)"
+            )));
+        }
+        Ok((server, tool))
     }
 
-    /// Steps 2 to 5: everything that must hold before the call leaves. Returns the arguments
+    /// Steps 2 to 6: everything that must hold before the call leaves. Returns the arguments
     /// as the object that is sent.
     async fn before_sending(
         &self,
@@ -408,13 +442,42 @@ impl Gate {
         self.broker
             .validate(name, &spec.input_schema, &args, expected)?;
         self.broker.rate(&calls.session, server, name)?;
+        self.approve(calls, server, tool, name, spec.annotations.as_ref(), &args)
+            .await?;
         let Value::Object(args) = args else {
             unreachable!("checked to be an object above")
         };
         Ok(args)
     }
 
-    /// Step 7: the result's size, then its shape for code. Returns the shaped result, its size
+    /// Step 6: the user's approval, when the call needs it and the session has not given it
+    /// for the tool already.
+    async fn approve(
+        &self,
+        calls: &ExecutionCalls,
+        server: &str,
+        tool: &str,
+        name: &str,
+        annotations: Option<&rmcp::model::ToolAnnotations>,
+        args: &Value,
+    ) -> Result<(), Refusal> {
+        let Some(why) = self.approvals.needed(server, tool, annotations) else {
+            return Ok(());
+        };
+        if self.approvals.allowed_for_session(&calls.session, name) {
+            return Ok(());
+        }
+        match asking_approval::ask(&calls.asking, name, args, why).await {
+            Decision::Once => Ok(()),
+            Decision::Session => {
+                self.approvals.allow_for_session(&calls.session, name);
+                Ok(())
+            }
+            Decision::Refused(why) => Err(Refusal::NotApproved(why)),
+        }
+    }
+
+    /// Step 8: the result's size, then its shape for code. Returns the shaped result, its size
     /// and the failure, if any.
     fn after_answer(
         &self,
@@ -458,7 +521,7 @@ impl Gate {
         Err(stop.message)
     }
 
-    /// Step 8: the execution's report, the metrics and the audit trail.
+    /// Step 9: the execution's report, the metrics and the audit trail.
     fn record(&self, calls: &ExecutionCalls, facts: CallFacts<'_>) {
         calls.note(facts.tool, &facts.ending, facts.elapsed);
         let (decision, reason, error) = match facts.ending {
@@ -556,7 +619,14 @@ mod tests {
     }
 
     fn calls() -> ExecutionCalls {
-        ExecutionCalls::new("s", "e", Allowlist::default(), 10, CancellationToken::new())
+        let asking = Arc::new(Asking::unreachable_for_tests("s"));
+        ExecutionCalls::new(
+            asking,
+            "e",
+            Allowlist::default(),
+            10,
+            CancellationToken::new(),
+        )
     }
 
     #[test]

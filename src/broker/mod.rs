@@ -9,6 +9,7 @@
 //! sends the call and records it; `Refusal` is every reason a call is not sent.
 
 pub mod allowlist;
+pub(crate) mod approval;
 pub mod gate;
 pub mod limits;
 pub mod reach;

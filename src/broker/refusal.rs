@@ -57,6 +57,9 @@ pub(crate) enum Refusal {
         expected: String,
         given: String,
     },
+    /// The call needs the user's approval and did not get it (the message says why).
+    #[error("{0}")]
+    NotApproved(String),
     #[error(
         "the input schema of {tool} cannot be used to check arguments, so the call was not sent: {reason}"
     )]
@@ -78,6 +81,7 @@ impl Refusal {
             Refusal::ResultTooLarge { .. } => "result_size",
             Refusal::InvalidArguments { .. } => "schema",
             Refusal::UnusableSchema { .. } => "unusable_schema",
+            Refusal::NotApproved(_) => "not_approved",
         }
     }
 }

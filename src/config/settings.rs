@@ -159,6 +159,27 @@ pub(crate) struct RawSettings {
     /// Deno's permissions, seccomp and resource limits only (with a loud warning). Default
     /// false; the container appliance sets it.
     pub require_landlock: Option<bool>,
+    /// Tool calls that need the user's approval (through the client's elicitation) before they
+    /// leave: names and `*` globs, as in `allowedTools`. Default: none beyond the annotations.
+    pub approval_required: Option<Vec<String>>,
+    /// Tools whose server marks them `destructiveHint: true` need approval. Default true.
+    pub approve_destructive_tools: Option<bool>,
+    /// Tools whose server marks them `readOnlyHint: false` need approval. Default false.
+    pub approve_tools_not_read_only: Option<bool>,
+    /// How long the client's answer to a question (sampling, elicitation, approval) is
+    /// waited for, in ms. Default 120000.
+    pub ask_timeout_ms: Option<u64>,
+    /// Sampling requests (`llm.ask`/`llm.think`, and relayed ones) one execution may make.
+    /// Default 10.
+    pub sampling_rounds_per_execution: Option<u32>,
+    /// The `maxTokens` one execution's sampling requests may add up to. Default 20000.
+    pub sampling_tokens_per_execution: Option<u64>,
+    /// Questions to the user (approvals and relayed elicitations) one execution may ask.
+    /// Default 10.
+    pub elicitations_per_execution: Option<u32>,
+    /// Roots offered to downstream servers (`file://` URIs); with none, no roots capability is
+    /// declared to them. Default: none.
+    pub roots: Option<Vec<String>>,
 }
 
 /// Validated settings with every default applied.
@@ -199,6 +220,14 @@ pub struct Settings {
     pub http_allowed_origins: Vec<String>,
     pub ops_listen: Option<SocketAddr>,
     pub require_landlock: bool,
+    pub approval_required: Vec<String>,
+    pub approve_destructive_tools: bool,
+    pub approve_tools_not_read_only: bool,
+    pub ask_timeout: Duration,
+    pub sampling_rounds_per_execution: u32,
+    pub sampling_tokens_per_execution: u64,
+    pub elicitations_per_execution: u32,
+    pub roots: Vec<String>,
     /// The settings file that was read, if any.
     pub source: Option<PathBuf>,
 }
@@ -323,6 +352,14 @@ impl Settings {
             http_allowed_origins: raw.http_allowed_origins.unwrap_or_default(),
             ops_listen: raw.ops_listen,
             require_landlock: raw.require_landlock.unwrap_or(false),
+            approval_required: raw.approval_required.unwrap_or_default(),
+            approve_destructive_tools: raw.approve_destructive_tools.unwrap_or(true),
+            approve_tools_not_read_only: raw.approve_tools_not_read_only.unwrap_or(false),
+            ask_timeout: Duration::from_millis(raw.ask_timeout_ms.unwrap_or(120_000)),
+            sampling_rounds_per_execution: raw.sampling_rounds_per_execution.unwrap_or(10),
+            sampling_tokens_per_execution: raw.sampling_tokens_per_execution.unwrap_or(20_000),
+            elicitations_per_execution: raw.elicitations_per_execution.unwrap_or(10),
+            roots: raw.roots.unwrap_or_default(),
             source,
         };
         settings.check()?;
@@ -383,6 +420,12 @@ impl Settings {
         }
         if self.max_result_bytes < 1024 {
             return invalid("max_result_bytes", "must be at least 1024");
+        }
+        if self.ask_timeout.is_zero() {
+            return invalid("ask_timeout_ms", "must be positive");
+        }
+        if let Some(root) = self.roots.iter().find(|r| !r.starts_with("file://")) {
+            return invalid("roots", &format!("`{root}` is not a file:// URI"));
         }
         for (field, value) in [
             ("session_calls_per_minute", self.session_calls_per_minute),

@@ -7,9 +7,12 @@ use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
 use tokio_util::sync::CancellationToken;
 
 use super::reply::object;
+use crate::ask::ClientLine;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
 use crate::sandbox::proto::Language;
 
@@ -62,14 +65,20 @@ pub(super) fn tools() -> [Tool; 2] {
     ]
 }
 
-/// Runs the code for the client `session` (cancelled by `cancel`) and turns the report into
-/// the reply.
+/// Who an execution runs for: the client session, the request's cancellation and the line
+/// back to the client.
+pub(super) struct CallerContext {
+    pub session: String,
+    pub cancel: CancellationToken,
+    pub client: Arc<ClientLine>,
+}
+
+/// Runs the code for the caller and turns the report into the reply.
 pub(super) async fn run(
     executor: &Executor,
     language: Language,
     args: ExecuteArgs,
-    session: String,
-    cancel: CancellationToken,
+    caller: CallerContext,
 ) -> CallToolResult {
     let report = executor
         .execute(ExecutionRequest {
@@ -77,8 +86,9 @@ pub(super) async fn run(
             code: args.code,
             allowed_tools: args.allowed_tools,
             timeout_ms: args.timeout_ms,
-            session,
-            cancel,
+            session: caller.session,
+            cancel: caller.cancel,
+            client: caller.client,
         })
         .await;
     reply(report)

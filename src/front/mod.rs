@@ -29,6 +29,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::ClientLine;
 use crate::executor::Executor;
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
@@ -38,7 +39,7 @@ use reply::NoArgs;
 /// How often a long execution reports progress, when the client asked for it.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back.";
+const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back. Code may also use llm.ask(prompt) (the client's LLM), and listResources/readResource/listPrompts/getPrompt (allow mcp__<server>__@resources or @prompts).";
 
 /// The MCP server handler. Cheap to clone (one per HTTP session).
 #[derive(Clone)]
@@ -59,6 +60,8 @@ pub struct Front {
 struct Caller {
     session: String,
     cancel: CancellationToken,
+    /// The line back to the client, for the questions an execution asks it.
+    client: Arc<ClientLine>,
 }
 
 /// The session a request belongs to, for rate limits and audit records: over stdio the one
@@ -119,8 +122,12 @@ impl Front {
                     Language::Typescript
                 };
                 let args = parse(name, args)?;
-                let (session, cancel) = (caller.session.clone(), caller.cancel.clone());
-                Ok(execute::run(&self.executor, language, args, session, cancel).await)
+                let context = execute::CallerContext {
+                    session: caller.session.clone(),
+                    cancel: caller.cancel.clone(),
+                    client: caller.client.clone(),
+                };
+                Ok(execute::run(&self.executor, language, args, context).await)
             }
             catalog::SEARCH_TOOLS => catalog::search(&self.executor, parse(name, args)?).await,
             catalog::GET_TOOL_SCHEMA => catalog::schema(&self.executor, parse(name, args)?).await,
@@ -146,6 +153,22 @@ impl Front {
                     .join(", ")
             )),
         }
+    }
+}
+
+impl Front {
+    /// The line back to the client of this request. Over stdio the process's one client,
+    /// whose capabilities are also what downstream servers are offered. Over HTTP none: each
+    /// request is answered on its own, with no stream to carry a request back.
+    fn client_line(&self, session: &str, context: &RequestContext<RoleServer>) -> ClientLine {
+        if session != "stdio" {
+            return ClientLine::unreachable(
+                "over HTTP this server answers each request on its own and cannot send requests back to the client (connect over stdio for sampling and elicitation)",
+            );
+        }
+        let line = ClientLine::stdio(context.peer.clone(), self.executor.ask_timeout());
+        self.upstream.set_offered(line.offered());
+        line
     }
 }
 
@@ -188,9 +211,12 @@ impl ServerHandler for Front {
         // leaves its audit record, instead of vanishing mid-way.
         let cancel = context.ct.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
+        let session = session_of(&context);
+        let client = Arc::new(self.client_line(&session, &context));
         let caller = Caller {
-            session: session_of(&context),
+            session,
             cancel,
+            client,
         };
         let front = self.clone();
         let name = request.name.clone();

@@ -95,6 +95,28 @@ pub(crate) struct ToolCallRecord<'a> {
     pub error: Option<&'a str>,
 }
 
+/// One question put to the client (sampling, elicitation, approval): who asked, what came of
+/// it, and sizes and a digest, never the text of the request or the answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct AskRecord<'a> {
+    pub execution_id: &'a str,
+    pub session: &'a str,
+    /// `sampling`, `elicitation` (relayed) or `approval`.
+    pub kind: &'a str,
+    /// `code`, or `server:<name>` for a relayed question.
+    pub source: &'a str,
+    /// For an approval: the tool it was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<&'a str>,
+    /// `answered`, `accept`, `decline`, `cancel`, `allow_once`, `allow_session`, `deny`, or why
+    /// it was not answered (`not_offered`, `cap`, `timeout`, ...).
+    pub outcome: &'a str,
+    pub request_sha256: String,
+    pub request_bytes: usize,
+    pub answer_bytes: usize,
+    pub duration_ms: u64,
+}
+
 #[derive(Serialize)]
 struct Line<'a, R: Serialize> {
     ts: String,
@@ -151,6 +173,10 @@ impl AuditLog {
 
     pub(crate) fn tool_call(&self, record: &ToolCallRecord<'_>) {
         self.write("tool_call", record);
+    }
+
+    pub(crate) fn ask(&self, record: &AskRecord<'_>) {
+        self.write("ask", record);
     }
 
     /// Flushes what is queued and stops the writer; later records are dropped.

@@ -102,6 +102,24 @@ pub(crate) enum HostRequest {
         name: String,
     },
     ListServers,
+    /// `llm.ask` / `llm.think`: the params as sent, checked by the host (`ask::sampling`), so
+    /// that a bad request is the code's error, not a protocol violation.
+    Sample(Value),
+    ListResources {
+        server: Option<String>,
+    },
+    ReadResource {
+        uri: String,
+        server: Option<String>,
+    },
+    ListPrompts {
+        server: Option<String>,
+    },
+    /// `getPrompt("mcp__<server>__<prompt>", args)`.
+    GetPrompt {
+        name: String,
+        args: Value,
+    },
 }
 
 /// How user code named a tool.
@@ -308,6 +326,29 @@ struct SchemaParams {
     name: String,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerParams {
+    #[serde(default)]
+    server: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadResourceParams {
+    uri: String,
+    #[serde(default)]
+    server: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetPromptParams {
+    name: String,
+    #[serde(default)]
+    args: Value,
+}
+
 fn fields<T: serde::de::DeserializeOwned>(
     kind: &'static str,
     value: Value,
@@ -385,6 +426,30 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
             Ok(HostRequest::GetToolSchema { name: p.name })
         }
         "listServers" => Ok(HostRequest::ListServers),
+        "sample" => Ok(HostRequest::Sample(params)),
+        "listResources" => {
+            let p: ServerParams = fields("listResources", params)?;
+            Ok(HostRequest::ListResources { server: p.server })
+        }
+        "readResource" => {
+            let p: ReadResourceParams = fields("readResource", params)?;
+            Ok(HostRequest::ReadResource {
+                uri: p.uri,
+                server: p.server,
+            })
+        }
+        "listPrompts" => {
+            let p: ServerParams = fields("listPrompts", params)?;
+            Ok(HostRequest::ListPrompts { server: p.server })
+        }
+        "getPrompt" => {
+            let p: GetPromptParams = fields("getPrompt", params)?;
+            let args = match p.args {
+                Value::Null => Value::Object(Default::default()),
+                args => args,
+            };
+            Ok(HostRequest::GetPrompt { name: p.name, args })
+        }
         other => Err(ProtocolError::Invalid {
             kind: "call",
             reason: format!(

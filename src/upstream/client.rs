@@ -17,13 +17,14 @@ use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
 use rmcp::service::ClientInitializeError;
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClientTransportConfig, StreamableHttpError,
 };
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ErrorData};
+use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
 
@@ -31,6 +32,9 @@ use super::lifecycle::{Known, LifecycleMemory, PROBE_BOUND, ProbeDeadline};
 use super::oauth;
 use super::oauth::problem::AuthProblem;
 use super::sse;
+use crate::ask::AskError;
+use crate::ask::client::Offered;
+use crate::ask::relay::{self, InFlight};
 use crate::clients::discovery::{ServerSpec, Transport};
 
 type ToolCache = Arc<Mutex<Option<Arc<Vec<Tool>>>>>;
@@ -261,18 +265,41 @@ fn proxy_hint() -> &'static str {
     }
 }
 
-/// Receives notifications from one downstream server.
+/// What the handler of a downstream connection is made from: the server's tool cache, its
+/// calls in flight (whose client a question is relayed to), what the connected client offers
+/// and the operator's roots.
+#[derive(Clone)]
+pub(crate) struct HandlerSeed {
+    pub tools: ToolCache,
+    pub inflight: Arc<InFlight>,
+    pub offered: Offered,
+    pub roots: Arc<Vec<Value>>,
+}
+
+/// Receives the notifications of one downstream server, and answers its questions.
 struct UpstreamHandler {
     server: String,
-    tools: ToolCache,
+    seed: HandlerSeed,
 }
 
 impl ClientHandler for UpstreamHandler {
     fn get_info(&self) -> ClientConfig {
+        // Only what the connected client offers is declared, so a server never counts on an
+        // answer nobody can give; roots only when the operator configured some.
+        let mut capabilities = ClientCapabilities::default();
+        let offered = self.seed.offered;
+        let declared = serde_json::json!({
+            "sampling": offered.sampling.then(|| serde_json::json!({})),
+            "elicitation": offered.elicitation.then(|| serde_json::json!({"form": {}})),
+            "roots": (!self.seed.roots.is_empty()).then(|| serde_json::json!({"listChanged": false})),
+        });
+        if let Ok(declared) = serde_json::from_value::<ClientCapabilities>(declared) {
+            capabilities = declared;
+        }
         // `initialize` offers the newest version that has it; 2026-07-28 is reached by
         // `server/discover`, which takes its versions from the lifecycle mode.
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("code-executor", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -280,7 +307,61 @@ impl ClientHandler for UpstreamHandler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(server = %self.server, "tool list changed; refreshing on next use");
-        *self.tools.lock().expect("tool cache lock") = None;
+        *self.seed.tools.lock().expect("tool cache lock") = None;
+    }
+
+    #[allow(deprecated)] // SEP-2577: sampling is deprecated, not removed.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let asking = self.seed.inflight.route().map_err(refused)?;
+        let params = serde_json::to_value(params)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let answer = relay::sample(&asking, &self.server, params)
+            .await
+            .map_err(refused)?;
+        serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
+        let params = serde_json::to_value(params)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let answer = match self.seed.inflight.route() {
+            Ok(asking) => relay::elicit(&asking, &self.server, params).await,
+            Err(e) => {
+                tracing::debug!(server = %self.server, "elicitation not relayed: {e}");
+                serde_json::json!({"action": "cancel"})
+            }
+        };
+        serde_json::from_value(answer).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    #[allow(deprecated)] // SEP-2577: roots are deprecated, not removed.
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        serde_json::from_value(serde_json::json!({"roots": *self.seed.roots}))
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+/// A question that cannot be relayed, as the JSON-RPC error the server receives.
+fn refused(e: AskError) -> ErrorData {
+    match e {
+        AskError::NotOffered(_) | AskError::Unreachable(_) => ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            e.to_string(),
+            None,
+        ),
+        AskError::Invalid(_) => ErrorData::invalid_params(e.to_string(), None),
+        _ => ErrorData::internal_error(e.to_string(), None),
     }
 }
 
@@ -332,23 +413,23 @@ impl Connection {
 /// which is no JSON-RPC answer to fall back on, and a second request costs no start.
 pub(crate) async fn connect(
     spec: &ServerSpec,
-    tools: ToolCache,
+    seed: HandlerSeed,
     stderr_tail: StderrTail,
     timeout: Duration,
     memory: &LifecycleMemory,
 ) -> Result<Connection, ConnectFailure> {
     if !matches!(spec.transport, Transport::Stdio { .. }) {
-        return connect_twice(spec, tools, stderr_tail, timeout).await;
+        return connect_twice(spec, seed, stderr_tail, timeout).await;
     }
     let attempt = |plan: Plan| {
-        let (tools, stderr_tail) = (tools.clone(), stderr_tail.clone());
+        let (seed, stderr_tail) = (seed.clone(), stderr_tail.clone());
         async move {
             let gave_up = Arc::new(AtomicBool::new(false));
             let (lifecycle, bound) = plan.lifecycle();
             let probe = Some((bound, gave_up.clone()));
             let result = tokio::time::timeout(
                 timeout,
-                connect_with(spec, tools, stderr_tail, lifecycle, probe),
+                connect_with(spec, seed, stderr_tail, lifecycle, probe),
             )
             .await;
             (result, gave_up.load(Ordering::SeqCst))
@@ -440,7 +521,7 @@ impl Plan {
 /// Two clean attempts, each on a fresh connection: `server/discover`, then `initialize`.
 async fn connect_twice(
     spec: &ServerSpec,
-    tools: ToolCache,
+    seed: HandlerSeed,
     stderr_tail: StderrTail,
     timeout: Duration,
 ) -> Result<Connection, ConnectFailure> {
@@ -449,7 +530,7 @@ async fn connect_twice(
     };
     let first = tokio::time::timeout(
         timeout,
-        connect_with(spec, tools.clone(), stderr_tail.clone(), discover, None),
+        connect_with(spec, seed.clone(), stderr_tail.clone(), discover, None),
     )
     .await;
     match first {
@@ -467,7 +548,7 @@ async fn connect_twice(
         timeout,
         connect_with(
             spec,
-            tools,
+            seed,
             stderr_tail,
             ClientLifecycleMode::Initialize,
             None,
@@ -507,14 +588,14 @@ impl From<ClientInitializeError> for ConnectError {
 /// (see [`ProbeDeadline`]) and the flag set when that bound passes.
 async fn connect_with(
     spec: &ServerSpec,
-    tools: ToolCache,
+    seed: HandlerSeed,
     stderr_tail: StderrTail,
     lifecycle: ClientLifecycleMode,
     probe: Option<(Option<Duration>, Arc<AtomicBool>)>,
 ) -> Result<Connection, ConnectError> {
     let handler = UpstreamHandler {
         server: spec.name.clone(),
-        tools: tools.clone(),
+        seed: seed.clone(),
     };
     let service = match &spec.transport {
         Transport::Stdio {
@@ -590,7 +671,7 @@ async fn connect_with(
                 Err(e) if probing && sse::invites_probe(&e) => {
                     let handler = UpstreamHandler {
                         server: spec.name.clone(),
-                        tools,
+                        seed,
                     };
                     match connect_sse(spec, url, headers, handler, authorized).await {
                         Ok(service) => {

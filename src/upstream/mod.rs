@@ -9,18 +9,25 @@
 //! and that the caller may cause the server to start.
 
 mod client;
+mod content;
 mod lifecycle;
 pub mod oauth;
+mod rounds;
 mod sse;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Tool};
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use tokio::sync::Mutex;
+
+use crate::ask::Asking;
+use crate::ask::client::Offered;
+use crate::ask::relay::InFlight;
+use rounds::{Round, RoundsError};
 
 use crate::clients::aliases::Aliases;
 use crate::clients::discovery::{ServerSpec, Transport};
@@ -98,6 +105,11 @@ pub struct UpstreamPool {
     timeouts: UpstreamTimeouts,
     /// Which lifecycle each stdio server spoke, so the next start skips the probe.
     lifecycles: lifecycle::LifecycleMemory,
+    /// What the connected client offers, declared to servers connected from then on (set over
+    /// stdio, where the process has one client; over HTTP nothing is offered).
+    offered: std::sync::Mutex<Offered>,
+    /// The roots offered to servers (`roots` setting), as `roots/list` lists them.
+    roots: Arc<Vec<Value>>,
 }
 
 struct Slot {
@@ -107,6 +119,8 @@ struct Slot {
     /// Tools last listed; cleared by `tools/list_changed` and on disconnect.
     tools: Arc<std::sync::Mutex<Option<Arc<Vec<Tool>>>>>,
     stderr: StderrTail,
+    /// Our calls in flight on its connection, for relaying the questions it asks.
+    inflight: Arc<InFlight>,
 }
 
 enum Conn {
@@ -152,7 +166,24 @@ impl UpstreamPool {
             aliases: Aliases::default(),
             timeouts,
             lifecycles: Default::default(),
+            offered: Default::default(),
+            roots: Default::default(),
         }
+    }
+
+    /// Offers `roots` (`file://` URIs) to the servers.
+    pub fn with_roots(mut self, roots: &[String]) -> Self {
+        let roots = roots
+            .iter()
+            .map(|uri| serde_json::json!({"uri": uri}))
+            .collect();
+        self.roots = Arc::new(roots);
+        self
+    }
+
+    /// Records what the connected client offers, for servers connected from now on.
+    pub(crate) fn set_offered(&self, offered: Offered) {
+        *self.offered.lock().expect("offered lock") = offered;
     }
 
     /// Keeps the memory of which lifecycle each stdio server spoke in `cache_dir` too, so that
@@ -279,9 +310,15 @@ impl UpstreamPool {
                 reason: "its configuration is invalid".into(),
             });
         };
+        let seed = client::HandlerSeed {
+            tools: slot.tools.clone(),
+            inflight: slot.inflight.clone(),
+            offered: *self.offered.lock().expect("offered lock"),
+            roots: self.roots.clone(),
+        };
         let connected = client::connect(
             spec,
-            slot.tools.clone(),
+            seed,
             slot.stderr.clone(),
             self.timeouts.connect,
             &self.lifecycles,
@@ -373,11 +410,45 @@ impl UpstreamPool {
         tool: &str,
         args: serde_json::Map<String, Value>,
     ) -> Result<CallToolResult, UpstreamError> {
+        self.call_for(server, tool, args, None).await
+    }
+
+    /// [`Self::call`] for an execution: the questions the server asks meanwhile are relayed to
+    /// the execution's client (`asking`).
+    pub(crate) async fn call_for(
+        &self,
+        server: &str,
+        tool: &str,
+        args: serde_json::Map<String, Value>,
+        asking: Option<&Arc<Asking>>,
+    ) -> Result<CallToolResult, UpstreamError> {
         let peer = self.peer(server).await?;
+        let _inflight = match asking {
+            Some(asking) => Some(self.slot(server)?.inflight.enter(asking.clone())),
+            None => None,
+        };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-        match tokio::time::timeout(self.timeouts.call, peer.call_tool(params)).await {
+        let rounds = rounds::rounds(server, asking, &self.roots, |responses, state| {
+            let mut params = params.clone();
+            params.input_responses = responses;
+            params.request_state = state;
+            let peer = peer.clone();
+            async move {
+                Ok(match peer.call_tool_once(params).await? {
+                    CallToolResponse::Complete(result) => Round::Done(result),
+                    CallToolResponse::InputRequired(input) => Round::Input(input),
+                    _ => Round::Other("it answered with a task, which this server does not poll"),
+                })
+            }
+        });
+        match tokio::time::timeout(self.timeouts.call, rounds).await {
+            Ok(Err(RoundsError::Relay(reason))) => Err(UpstreamError::Call {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                reason,
+            }),
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(e)) => {
+            Ok(Err(RoundsError::Service(e))) => {
                 let slot = self.slot(server)?;
                 if let Some(problem) = oauth::problem::of_service(&e) {
                     return Err(slot.auth_failed(server, tool, problem).await);
@@ -542,6 +613,7 @@ impl Slot {
             conn: Mutex::new(conn),
             tools: Default::default(),
             stderr: StderrTail::default(),
+            inflight: Default::default(),
         }
     }
 

@@ -46,6 +46,7 @@ from mcp.types import CallToolResult, TextContent
 REPO = Path(__file__).resolve().parents[2]
 SERVERS_DIR = REPO / "tests" / "servers"
 STORE_SERVER = SERVERS_DIR / "store_server.py"
+ASKER_SERVER = SERVERS_DIR / "asker_server.py"
 # The venv's bin dir (not resolved: a venv's python is a symlink to the base interpreter).
 VENV_BIN = Path(sys.executable).parent
 
@@ -177,6 +178,7 @@ class E2EEnv:
             },
             "Test-Store": {"command": sys.executable, "args": [str(STORE_SERVER)]},
             "broken": {"command": MISSING_BINARY, "args": []},
+            "asker": {"command": sys.executable, "args": [str(ASKER_SERVER)]},
         }
         return {name: all_configs[name] for name in self.servers}
 
@@ -231,6 +233,7 @@ class McpClient:
         call_timeout: float = 90.0,
         stdio_params: StdioServerParameters | None = None,
         http_headers: dict[str, str] | None = None,
+        callbacks: dict[str, Any] | None = None,
     ):
         """`stdio_params` connects to some other stdio MCP server instead of code-executor (used to
         check the downstream test servers themselves)."""
@@ -252,6 +255,8 @@ class McpClient:
         self._stack = contextlib.ExitStack()
         self._log_file = None
         self.session: ClientSession | None = None
+        # `ClientSession` keyword arguments, e.g. `sampling_callback`, `elicitation_callback`.
+        self.callbacks = dict(callbacks or {})
 
     # ---- lifecycle ----
     def start(self) -> "McpClient":
@@ -322,7 +327,7 @@ class McpClient:
                 command=str(binary()), args=["serve"], env=self.e2e.env(), cwd=str(self.e2e.project)
             )
             async with stdio_client(params, errlog=self._log_file) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, **self.callbacks) as session:
                     with anyio.fail_after(60):
                         await session.initialize()
                     yield session
@@ -330,7 +335,7 @@ class McpClient:
             assert self.url
             http_client = create_mcp_http_client(headers=self.http_headers) if self.http_headers else None
             async with streamable_http_client(self.url, http_client=http_client) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, **self.callbacks) as session:
                     with anyio.fail_after(60):
                         await session.initialize()
                     yield session

@@ -1,6 +1,7 @@
 // 20_host_calls.js: host calls: `hostCall` and its pending replies (`onReply`,
 // `rejectAllPending`), and the globals `callMCPTool`, `callMCPToolRaw`, `searchTools`,
-// `getToolSchema`, `listServers`. Relies on 00-02; reads `finished` (50).
+// `getToolSchema`, `listServers`, `llm` (`ask`, `think`), `listResources`, `readResource`,
+// `listPrompts`, `getPrompt`. Relies on 00-02; reads `finished` (50).
 
 // ---------------------------------------------------------------------------------------------
 // Host calls
@@ -190,4 +191,118 @@ function getToolSchema(name) {
 /** `listServers()` */
 function listServers() {
   return hostCall("listServers", {}, listServers);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Questions for the client, resources and prompts
+// ---------------------------------------------------------------------------------------------
+
+/** The options `llm.ask` / `llm.think` share, checked and renamed for the host. */
+function samplingOptions(opts, fn) {
+  /** @type {Record<string, unknown>} */
+  const params = {};
+  if (opts.system !== undefined && opts.system !== null) {
+    if (typeof opts.system !== "string") throw new TypeError(`${fn}: system must be a string`);
+    params.system = opts.system;
+  }
+  if (opts.maxTokens !== undefined && opts.maxTokens !== null) {
+    if (!NumberIsSafeInteger(opts.maxTokens) || opts.maxTokens <= 0) {
+      throw new TypeError(`${fn}: maxTokens must be a positive integer`);
+    }
+    params.maxTokens = opts.maxTokens;
+  }
+  if (opts.model !== undefined && opts.model !== null) {
+    if (typeof opts.model !== "string") throw new TypeError(`${fn}: model must be a string`);
+    params.model = opts.model;
+  }
+  return params;
+}
+
+/** `llm.think({messages, system?, maxTokens?, model?})`: `{text, model, stopReason}`. */
+function llmThink(request) {
+  try {
+    const opts = optionsObject(request, "llm.think");
+    const messages = opts.messages;
+    if (!ArrayIsArray(messages) || messages.length === 0) {
+      throw new TypeError("llm.think: messages must be a non-empty array of {role, content}");
+    }
+    const checked = [];
+    for (const m of messages) {
+      if (m === null || typeof m !== "object" || (m.role !== "user" && m.role !== "assistant") || typeof m.content !== "string") {
+        throw new TypeError('llm.think: each message must be {role: "user" | "assistant", content: string}');
+      }
+      checked.push({ role: m.role, content: m.content });
+    }
+    const params = samplingOptions(opts, "llm.think");
+    params.messages = checked;
+    return hostCall("sample", params, llmThink);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `llm.ask(prompt, {system?, maxTokens?, model?}?)`: the answer's text. */
+function llmAsk(prompt, options) {
+  try {
+    if (typeof prompt !== "string" || prompt === "") throw new TypeError("llm.ask: prompt must be a non-empty string");
+    const params = samplingOptions(optionsObject(options, "llm.ask"), "llm.ask");
+    params.messages = [{ role: "user", content: prompt }];
+    return hostCall("sample", params, llmAsk).then((answer) => answer.text);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** The `llm` global: sampling through the connected client. */
+function makeLlm() {
+  const llm = { ask: llmAsk, think: llmThink };
+  return Object.freeze(llm);
+}
+
+function optionalServer(server, fn) {
+  if (server === undefined || server === null) return {};
+  if (typeof server !== "string" || server === "") throw new TypeError(`${fn}: server must be a non-empty string`);
+  return { server };
+}
+
+/** `listResources(server?)`: `[{server, uri, name, ...}]` of the servers this execution may read. */
+function listResources(server) {
+  try {
+    return hostCall("listResources", optionalServer(server, "listResources"), listResources);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `readResource(uri, {server}?)`: `{contents: [...]}`. */
+function readResource(uri, options) {
+  try {
+    if (typeof uri !== "string" || uri === "") throw new TypeError("readResource: uri must be a non-empty string");
+    const params = optionalServer(optionsObject(options, "readResource").server, "readResource");
+    params.uri = uri;
+    return hostCall("readResource", params, readResource);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `listPrompts(server?)`: `[{server, name: "mcp__server__prompt", ...}]`. */
+function listPrompts(server) {
+  try {
+    return hostCall("listPrompts", optionalServer(server, "listPrompts"), listPrompts);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
+}
+
+/** `getPrompt("mcp__server__prompt", args?)`: `{description, messages}`. */
+function getPrompt(name, args) {
+  try {
+    if (typeof name !== "string" || name === "") throw new TypeError("getPrompt: name must be a non-empty string");
+    if (args === undefined || args === null) args = {};
+    if (!isPlainArgs(args)) throw new TypeError("getPrompt: args must be an object");
+    return hostCall("getPrompt", { name, args }, getPrompt);
+  } catch (e) {
+    return PromiseCtor.reject(e);
+  }
 }

@@ -87,10 +87,75 @@ async def list_servers():
     "The configured MCP servers."
     return await _call("listServers", {})
 
+def _sampling(fn, system, max_tokens, model):
+    p = {}
+    if system is not None:
+        if not isinstance(system, str):
+            raise TypeError(f"{fn}: system must be a string")
+        p["system"] = system
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+            raise TypeError(f"{fn}: max_tokens must be a positive integer")
+        p["maxTokens"] = max_tokens
+    if model is not None:
+        p["model"] = _str(model, "model", fn)
+    return p
+
+class _Llm:
+    "Sampling through the connected client: await llm.ask(prompt), await llm.think(messages)."
+    __slots__ = ()
+
+    async def ask(self, prompt, system=None, max_tokens=None, model=None):
+        "The client's LLM's answer to one prompt, as text."
+        p = _sampling("llm.ask", system, max_tokens, model)
+        p["messages"] = [{"role": "user", "content": _str(prompt, "prompt", "llm.ask")}]
+        return (await _call("sample", p))["text"]
+
+    async def think(self, messages, system=None, max_tokens=None, model=None):
+        "A conversation [{'role': 'user'|'assistant', 'content': str}...] -> {text, model, stopReason}."
+        if not isinstance(messages, (list, tuple)) or not messages:
+            raise TypeError("llm.think: messages must be a non-empty list of {role, content}")
+        checked = []
+        for m in messages:
+            if not isinstance(m, Mapping) or m.get("role") not in ("user", "assistant") or not isinstance(m.get("content"), str):
+                raise TypeError("llm.think: each message must be {'role': 'user' | 'assistant', 'content': str}")
+            checked.append({"role": m["role"], "content": m["content"]})
+        p = _sampling("llm.think", system, max_tokens, model)
+        p["messages"] = checked
+        return await _call("sample", p)
+
+llm = _Llm()
+
+def _server(server, fn):
+    return {} if server is None else {"server": _str(server, "server", fn)}
+
+async def list_resources(server=None):
+    "Resources of the servers this execution may read: [{server, uri, name, ...}]."
+    return await _call("listResources", _server(server, "list_resources"))
+
+async def read_resource(uri, server=None):
+    "The contents of a resource: {contents: [...]}."
+    p = _server(server, "read_resource")
+    p["uri"] = _str(uri, "uri", "read_resource")
+    return await _call("readResource", p)
+
+async def list_prompts(server=None):
+    "Prompts of the servers this execution may read: [{server, name: 'mcp__server__prompt', ...}]."
+    return await _call("listPrompts", _server(server, "list_prompts"))
+
+async def get_prompt(name, args=None):
+    "A prompt by its qualified name, filled with args: {description, messages}."
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise TypeError(f"get_prompt: args must be a dict, not {type(args).__name__}")
+    return await _call("getPrompt", {"name": _str(name, "name", "get_prompt"), "args": dict(args)})
+
 API = {"call_mcp_tool": call_mcp_tool, "search_tools": search_tools, "get_tool_schema": get_tool_schema,
        "list_servers": list_servers, "ToolCallError": ToolCallError,
        "callMCPTool": call_mcp_tool, "searchTools": search_tools, "getToolSchema": get_tool_schema,
-       "listServers": list_servers}
+       "listServers": list_servers, "llm": llm, "list_resources": list_resources,
+       "read_resource": read_resource, "list_prompts": list_prompts, "get_prompt": get_prompt}
 
 def _jsonable(v, depth=0, seen=None):
     "JSON-safe copy: dict/list/tuple/str/int/float/bool/None as such, anything else as repr."

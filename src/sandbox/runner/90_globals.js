@@ -42,6 +42,11 @@ function installEnvironment() {
   defineGlobal("searchTools", searchTools);
   defineGlobal("getToolSchema", getToolSchema);
   defineGlobal("listServers", listServers);
+  defineGlobal("llm", makeLlm());
+  defineGlobal("listResources", listResources);
+  defineGlobal("readResource", readResource);
+  defineGlobal("listPrompts", listPrompts);
+  defineGlobal("getPrompt", getPrompt);
   ObjectDefineProperty(globalThis, IMPORT_GLOBAL, { value: importForUser, writable: false, configurable: false });
   guardCodeFromStrings();
   closeSharedState();

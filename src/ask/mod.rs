@@ -1,0 +1,210 @@
+//! Questions for the connected client, asked while one of its calls runs: sampling from code
+//! (`llm.ask` / `llm.think`, [`sampling`]), the user's approval before a tool call leaves
+//! ([`approval`]), and the questions downstream servers ask during a call, relayed
+//! ([`relay`]). [`client`] is the one line to the client; [`Asking`] is one execution's side
+//! of it: its caps, its counts and its audit records. Nothing here decides which tool may be
+//! called (that is `broker`'s) or talks to a downstream server (that is `upstream`'s).
+
+pub(crate) mod approval;
+pub(crate) mod client;
+pub(crate) mod relay;
+pub(crate) mod sampling;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::ops::audit::{self, AskRecord, AuditLog};
+pub(crate) use client::{AskError, ClientLine};
+
+/// How many questions one execution may put to the client, and how much sampling it may use.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AskLimits {
+    /// `sampling/createMessage` requests (from code and relayed).
+    pub sampling_rounds: u32,
+    /// The `maxTokens` those requests may add up to.
+    pub sampling_tokens: u64,
+    /// `elicitation/create` requests (approvals and relayed questions).
+    pub elicitations: u32,
+}
+
+/// One execution's questions to its client: the line, the caps, what was spent.
+pub(crate) struct Asking {
+    line: Arc<ClientLine>,
+    limits: AskLimits,
+    execution_id: String,
+    session: String,
+    audit: Arc<AuditLog>,
+    rounds: AtomicU32,
+    tokens: AtomicU64,
+    elicitations: AtomicU32,
+}
+
+/// What an execution's sampling came to, for its report.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SamplingSpent {
+    pub rounds: u32,
+    pub tokens: u64,
+}
+
+/// Who asked a question: the execution's code, or a downstream server during a call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Asker<'a> {
+    Code,
+    Server(&'a str),
+}
+
+impl Asking {
+    pub(crate) fn new(
+        line: Arc<ClientLine>,
+        limits: AskLimits,
+        execution_id: &str,
+        session: &str,
+        audit: Arc<AuditLog>,
+    ) -> Self {
+        Asking {
+            line,
+            limits,
+            execution_id: execution_id.to_string(),
+            session: session.to_string(),
+            audit,
+            rounds: AtomicU32::new(0),
+            tokens: AtomicU64::new(0),
+            elicitations: AtomicU32::new(0),
+        }
+    }
+
+    /// An execution of `session` whose client cannot be asked, with no audit trail.
+    #[cfg(test)]
+    pub(crate) fn unreachable_for_tests(session: &str) -> Self {
+        let limits = AskLimits {
+            sampling_rounds: 1,
+            sampling_tokens: 1,
+            elicitations: 1,
+        };
+        let line = Arc::new(ClientLine::unreachable("a test"));
+        Asking::new(line, limits, "e", session, Arc::new(AuditLog::disabled()))
+    }
+
+    /// The client session the execution runs for.
+    pub(crate) fn session(&self) -> &str {
+        &self.session
+    }
+
+    pub(crate) fn sampling_spent(&self) -> SamplingSpent {
+        SamplingSpent {
+            rounds: self.rounds.load(Ordering::SeqCst),
+            tokens: self.tokens.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Sends one `sampling/createMessage` (its params as JSON, `maxTokens` set) within the
+    /// execution's caps, and audits it by digest and size.
+    pub(crate) async fn sample(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
+        let max_tokens = params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0);
+        let round = self.rounds.fetch_add(1, Ordering::SeqCst) + 1;
+        if round > self.limits.sampling_rounds {
+            self.rounds.fetch_sub(1, Ordering::SeqCst);
+            return Err(AskError::Cap(format!(
+                "this execution reached its limit of {} sampling requests",
+                self.limits.sampling_rounds
+            )));
+        }
+        let granted = self
+            .tokens
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |spent| {
+                (spent + max_tokens <= self.limits.sampling_tokens).then_some(spent + max_tokens)
+            });
+        if let Err(spent) = granted {
+            self.rounds.fetch_sub(1, Ordering::SeqCst);
+            return Err(AskError::Cap(format!(
+                "maxTokens {max_tokens} would take this execution's sampling past its limit of {} tokens ({spent} used)",
+                self.limits.sampling_tokens
+            )));
+        }
+        let started = Instant::now();
+        let answer = self.line.sample(&params).await;
+        let (outcome, bytes) = answer_facts(&answer);
+        self.record("sampling", asker, &params, outcome, bytes, started, None);
+        answer
+    }
+
+    /// Sends one relayed `elicitation/create` within the execution's cap, and audits it (the
+    /// action and sizes, never the content).
+    pub(crate) async fn elicit(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
+        let started = Instant::now();
+        let answer = self.ask_user(&params).await;
+        let (outcome, bytes) = answer_facts(&answer);
+        self.record("elicitation", asker, &params, outcome, bytes, started, None);
+        answer
+    }
+
+    /// Sends one `elicitation/create` within the execution's cap, unrecorded (approvals record
+    /// their decision themselves).
+    async fn ask_user(&self, params: &Value) -> Result<Value, AskError> {
+        let asked = self.elicitations.fetch_add(1, Ordering::SeqCst) + 1;
+        if asked > self.limits.elicitations {
+            return Err(AskError::Cap(format!(
+                "this execution reached its limit of {} questions to the user",
+                self.limits.elicitations
+            )));
+        }
+        self.line.elicit(params).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        kind: &str,
+        asker: Asker<'_>,
+        params: &Value,
+        outcome: &str,
+        answer_bytes: usize,
+        started: Instant,
+        tool: Option<&str>,
+    ) {
+        let request = serde_json::to_string(params).unwrap_or_default();
+        let source = match asker {
+            Asker::Code => "code".to_string(),
+            Asker::Server(server) => format!("server:{server}"),
+        };
+        self.audit.ask(&AskRecord {
+            execution_id: &self.execution_id,
+            session: &self.session,
+            kind,
+            source: &audit::clip_name(&source),
+            tool: tool.map(audit::clip_name).as_deref(),
+            outcome,
+            request_sha256: audit::code_digest(&request),
+            request_bytes: request.len(),
+            answer_bytes,
+            duration_ms: started.elapsed().as_millis() as u64,
+        });
+    }
+}
+
+/// An answer's outcome code and size, for its audit record.
+fn answer_facts(answer: &Result<Value, AskError>) -> (&'static str, usize) {
+    match answer {
+        Ok(value) => (
+            value
+                .get("action")
+                .and_then(Value::as_str)
+                .map_or("answered", action_code),
+            serde_json::to_vec(value).map_or(0, |v| v.len()),
+        ),
+        Err(e) => (e.code(), 0),
+    }
+}
+
+/// An elicitation answer's action as an audit code.
+fn action_code(action: &str) -> &'static str {
+    match action {
+        "accept" => "accept",
+        "decline" => "decline",
+        "cancel" => "cancel",
+        _ => "other",
+    }
+}

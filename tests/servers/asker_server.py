@@ -1,0 +1,123 @@
+"""asker: a downstream MCP server that asks questions, for the e2e tests of code that can ask.
+
+Run with `python asker_server.py` (stdio). Built on the official MCP Python SDK (`MCPServer`).
+
+The questions go the way the negotiated protocol carries them (code-executor connects with
+2026-07-28, so as `input_required` rounds; an older client would get standalone requests):
+- `confirm(what)`: asks the user (an `Elicit` resolver) and returns the action and the answer.
+- `summarize(text)`: asks the client's LLM (a `Sample` resolver) and returns its text.
+- `ask_many(n)`: asks the user `n` questions in one round (an `InputRequiredResult` it builds);
+  returns how many answers came back with each action.
+- `delete_item(id)`: annotated `destructiveHint: true`; `archive_item(id)`: `readOnlyHint: false`.
+- `calls()`: how many times each tool was called (so tests can prove a refused call never came).
+- resource `notes://todo` and prompt `greet(name)`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+
+from pydantic import BaseModel
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.types import (
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    SamplingMessage,
+    TextContent,
+    ToolAnnotations,
+)
+
+warnings.simplefilter("ignore")
+
+mcp = MCPServer("asker")
+CALLS: Counter[str] = Counter()
+
+
+class Confirm(BaseModel):
+    ok: bool
+
+
+def _ask_confirm(what: str) -> Elicit[Confirm]:
+    return Elicit(f"Confirm: {what}?", Confirm)
+
+
+@mcp.tool()
+async def confirm(what: str, answer: Annotated[ElicitationResult[Confirm], Resolve(_ask_confirm)]) -> dict:
+    """Ask the user to confirm something; returns the action and the answer."""
+    CALLS["confirm"] += 1
+    data = answer.data.model_dump() if answer.action == "accept" else None
+    return {"action": answer.action, "data": data}
+
+
+def _ask_summary(text: str) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))
+    return Sample([message], max_tokens=100)
+
+
+@mcp.tool()
+async def summarize(text: str, summary: Annotated[CreateMessageResult, Resolve(_ask_summary)]) -> str:
+    """Ask the client's LLM to summarize `text`; returns the summary."""
+    CALLS["summarize"] += 1
+    content = summary.content
+    return content.text if isinstance(content, TextContent) else str(content)
+
+
+@mcp.tool()
+async def ask_many(n: int, ctx: Context) -> dict | InputRequiredResult:
+    """Ask the user `n` questions at once; count the answers by action."""
+    responses = ctx.input_responses
+    if not responses:
+        CALLS["ask_many"] += 1
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        requests = {
+            f"q{i}": ElicitRequest(params=ElicitRequestFormParams(message=f"Question {i}?", requested_schema=schema))
+            for i in range(n)
+        }
+        return InputRequiredResult(input_requests=requests, request_state="asked")
+    actions: Counter[str] = Counter()
+    for answer in responses.values():
+        action = answer.get("action") if isinstance(answer, dict) else getattr(answer, "action", None)
+        actions[str(action)] += 1
+    return dict(actions)
+
+
+@mcp.tool(annotations=ToolAnnotations(destructiveHint=True))
+def delete_item(id: int) -> str:
+    """Delete an item (destructive)."""
+    CALLS["delete_item"] += 1
+    return f"deleted {id}"
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
+def archive_item(id: int) -> str:
+    """Archive an item (writes, not destructive)."""
+    CALLS["archive_item"] += 1
+    return f"archived {id}"
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def calls() -> dict:
+    """How many times each tool was called."""
+    return dict(CALLS)
+
+
+@mcp.resource("notes://todo", mime_type="text/plain")
+def todo() -> str:
+    """The to-do note."""
+    return "buy milk; call Ada"
+
+
+@mcp.prompt()
+def greet(name: str) -> str:
+    """A greeting prompt."""
+    return f"Say hello to {name}."
+
+
+if __name__ == "__main__":
+    mcp.run()
