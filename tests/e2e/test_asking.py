@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,8 @@ class Script:
         if isinstance(reply, types.ErrorData):
             return reply
         text = reply(params) if callable(reply) else reply
+        if asyncio.iscoroutine(text):
+            text = await text
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=text),
@@ -115,6 +121,9 @@ def test_llm_ask_and_think_round_trip_through_the_client(asked):
     assert r.success, r.error
     assert r.result == {"text": "echo: c", "model": "test-model", "stopReason": "endTurn"}
     assert [m.role for m in script.samplings[-1].messages] == ["user", "assistant", "user"]
+    records = [l for l in audit_lines(client) if l.get("event") == "ask" and l["kind"] == "sampling"]
+    assert records and all(len(l["request_sha256"]) == 64 and l["request_bytes"] > 0 for l in records)
+    assert not any("6*7" in json.dumps(l) or "echo:" in json.dumps(l) for l in records)
 
 
 def test_python_llm_ask_and_think(asked):
@@ -245,6 +254,31 @@ def test_a_downstream_sampling_request_reaches_the_client(asked):
     assert r.sc["samplingRounds"] == 1
 
 
+def test_nested_sampling_from_within_a_relayed_request_is_answered(asked):
+    """The client answers a relayed sampling request by running code that samples in turn."""
+    client, script = asked
+    depth = []
+
+    async def reply(params):
+        if depth:
+            return "inner answer"
+        depth.append(1)
+        try:
+            inner = await client.acall("executeTypescript", {"code": "return await llm.ask('inner?')"})
+            return "outer: " + json.dumps(inner.structured_content["result"])
+        finally:
+            depth.clear()
+
+    script.sample_reply = reply
+    try:
+        r = run_ts(client, "return await callMCPTool('mcp__asker__summarize', {text: 'nested'})", allowed=["mcp__asker__summarize"])
+    finally:
+        script.sample_reply = "ok"
+    assert r.success, r.error
+    assert r.result == {"result": 'outer: "inner answer"'}
+    assert run_ts(client, "return await llm.ask('after')").result == "ok"
+
+
 def test_a_flood_of_downstream_questions_is_capped(asked):
     client, script = asked
     script.decisions = [{"ok": True}] * 1000
@@ -291,6 +325,21 @@ def test_resources_and_prompts_outside_allowed_tools_are_refused(asked):
 # ---- clients that cannot be asked -------------------------------------------------------------
 
 
+def test_over_http_questions_get_a_clear_error_and_approvals_refuse(tmp_path):
+    e2e = E2EEnv(tmp_path, servers=("asker",))
+    client = McpClient("http", e2e, tmp_path / "server.log")
+    client.start()
+    try:
+        r = run_ts(client, "try { await llm.ask('x') } catch (e) { return e.message }")
+        assert "over HTTP" in r.result, r.result
+        r = run_ts(client, "try { await callMCPTool('mcp__asker__delete_item', {id: 1}); return 'sent' } catch (e) { return e.message }", allowed=["mcp__asker__*"])
+        assert "needs the user's approval" in r.result and "not sent" in r.result, r.result
+        assert "delete_item" not in run_ts(client, "return await callMCPTool('mcp__asker__calls', {})", allowed=["mcp__asker__calls"]).result
+    finally:
+        client.close()
+
+
+
 def test_a_client_without_sampling_or_elicitation_gets_clear_refusals(tmp_path):
     client = start(tmp_path, None)
     try:
@@ -305,3 +354,62 @@ def test_a_client_without_sampling_or_elicitation_gets_clear_refusals(tmp_path):
         assert r.success, r.error
     finally:
         client.close()
+
+
+# ---- relay from a server on an older protocol (standalone requests) --------------------------
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory):
+    """code-executor with the asker served over legacy HTTP+SSE (protocol 2024-11-05), whose
+    questions arrive as standalone `elicitation/create` and `sampling/createMessage` requests."""
+    root = tmp_path_factory.mktemp("asking-legacy")
+    port = harness.free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(harness.ASKER_SERVER), "--sse", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(root / "asker.stderr", "w"),
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        assert server.poll() is None, (root / "asker.stderr").read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the SSE asker did not listen"
+            time.sleep(0.1)
+    script = Script()
+    e2e = E2EEnv(root, servers=("time",))
+    configs = {"asker": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}}
+    e2e.config_path.write_text(json.dumps({"mcpServers": configs}))
+    client = McpClient(
+        "stdio",
+        e2e,
+        root / "server.log",
+        callbacks={"sampling_callback": script.sampling, "elicitation_callback": script.elicitation},
+    )
+    client.start()
+    yield client, script
+    client.close()
+    server.terminate()
+    server.wait(10)
+
+
+def test_standalone_questions_of_an_older_server_are_relayed_both_ways(legacy):
+    client, script = legacy
+    script.decisions = [{"ok": False}]
+    r = run_ts(client, "return await callMCPTool('mcp__asker__confirm', {what: 'the reboot'})", allowed=["mcp__asker__*"])
+    assert r.success, r.error
+    assert r.result == {"action": "accept", "data": {"ok": False}}
+    assert script.elicitations[-1].message == "[asker] Confirm: the reboot?"
+    script.sample_reply = lambda p: "short: " + p.messages[0].content.text
+    r = run_ts(client, "return await callMCPTool('mcp__asker__summarize', {text: 'ulysses'})", allowed=["mcp__asker__*"])
+    assert r.success, r.error
+    assert r.result == {"result": "short: Summarize: ulysses"}
+    assert r.sc["samplingRounds"] == 1
+    script.decisions = ["cancel"]
+    r = run_py(client, "await call_mcp_tool('mcp__asker__confirm', {'what': 'x'})", allowed=["mcp__asker__*"])
+    assert r.success, r.error
+    assert r.result["action"] == "cancel"

@@ -1,6 +1,7 @@
 """asker: a downstream MCP server that asks questions, for the e2e tests of code that can ask.
 
-Run with `python asker_server.py` (stdio). Built on the official MCP Python SDK (`MCPServer`).
+Run with `python asker_server.py` (stdio), or `python asker_server.py --sse PORT` (legacy HTTP+SSE,
+protocol 2024-11-05, on 127.0.0.1). Built on the official MCP Python SDK (`MCPServer`).
 
 The questions go the way the negotiated protocol carries them (code-executor connects with
 2026-07-28, so as `input_required` rounds; an older client would get standalone requests):
@@ -15,6 +16,7 @@ The questions go the way the negotiated protocol carries them (code-executor con
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections import Counter
 
@@ -119,5 +121,18 @@ def greet(name: str) -> str:
     return f"Say hello to {name}."
 
 
+def serve_sse(port: int) -> None:
+    import uvicorn
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = mcp.sse_app(transport_security=security)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    mcp.run()
+    if len(sys.argv) == 3 and sys.argv[1] == "--sse":
+        serve_sse(int(sys.argv[2]))
+    else:
+        mcp.run()
