@@ -3,8 +3,8 @@
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
 //! of an execution that keeps calling long after its budget, cancellation, the servers its
-//! `allowedTools` names connected ahead of its calls, and the execution's own record (report,
-//! audit record, metrics). It holds no policy and no transport: processes
+//! `allowedTools` names connected ahead of its calls, sampling from code (through the
+//! execution's `ask::Asking`), and the execution's own record (report, audit record, metrics). It holds no policy and no transport: processes
 //! are `sandbox`'s, decisions `broker`'s, downstream servers `upstream`'s.
 
 use std::sync::Arc;

@@ -1,7 +1,11 @@
 //! The line back to the connected client: a `sampling/createMessage` or `elicitation/create`
-//! request sent to it while one of its calls runs, bounded by a timeout and by the size of the
-//! answer, answered or refused with a clear reason. The only place that calls rmcp's sampling
-//! API, which SEP-2577 deprecates (it still works with every client that offers sampling).
+//! put to it while one of its calls runs, bounded by a timeout and by the size of the answer,
+//! answered or refused with a clear reason. A client on a handshake-era protocol (2025-11-25
+//! and earlier, over stdio) gets a request; a client on 2026-07-28, which carries no requests
+//! from server to client, gets the question as a [`Question`] that the front returns in an
+//! `input_required` result and answers from the client's retry. The only place that calls
+//! rmcp's sampling API, which SEP-2577 deprecates (it still works with every client that offers
+//! sampling).
 //!
 //! Requests and answers cross this module as JSON, so that the rest of the server names none
 //! of the deprecated types.
@@ -13,6 +17,7 @@ use rmcp::model::CreateMessageRequestParams;
 use rmcp::model::ElicitRequestParams;
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 
 /// Largest answer accepted from the client, in bytes of JSON.
 pub(crate) const MAX_ANSWER_BYTES: usize = 1024 * 1024;
@@ -56,10 +61,29 @@ impl AskError {
     }
 }
 
+/// A question for a client on protocol 2026-07-28: the request's method and params, and where
+/// its answer goes (dropped: the client retried without answering it).
+#[derive(Debug)]
+pub(crate) struct Question {
+    pub method: &'static str,
+    pub params: Value,
+    pub answer: oneshot::Sender<Value>,
+}
+
+/// How questions reach the client.
+#[derive(Debug)]
+enum Route {
+    /// As requests on the connection (handshake-era protocols).
+    Requests(Peer<RoleServer>),
+    /// As `input_required` rounds of the call (2026-07-28).
+    Rounds(mpsc::UnboundedSender<Question>),
+    None,
+}
+
 /// The connected client as one call sees it: whether it can be asked, and what.
 #[derive(Debug)]
 pub(crate) struct ClientLine {
-    peer: Option<Peer<RoleServer>>,
+    route: Route,
     sampling: bool,
     elicitation: bool,
     /// Why the client cannot be asked at all, when it cannot.
@@ -75,9 +99,9 @@ pub(crate) struct Offered {
 }
 
 impl ClientLine {
-    /// The line to a client connected over stdio (the one client of this process), through
-    /// `peer`; `timeout` bounds each answer.
-    pub(crate) fn stdio(peer: Peer<RoleServer>, timeout: Duration) -> Self {
+    /// The line to a client on a handshake-era protocol connected over stdio (the one client
+    /// of this process), through `peer`; `timeout` bounds each answer.
+    pub(crate) fn requests(peer: Peer<RoleServer>, timeout: Duration) -> Self {
         let (offered, unreachable) = match peer.peer_info() {
             None => (
                 Offered::default(),
@@ -99,7 +123,7 @@ impl ClientLine {
             ),
         };
         ClientLine {
-            peer: Some(peer),
+            route: Route::Requests(peer),
             sampling: offered.sampling,
             elicitation: offered.elicitation,
             unreachable,
@@ -107,10 +131,27 @@ impl ClientLine {
         }
     }
 
+    /// The line to a client on protocol 2026-07-28 that declared `offered` with its request:
+    /// its questions come out of the returned receiver, to be put in `input_required` results.
+    pub(crate) fn rounds(
+        offered: Offered,
+        timeout: Duration,
+    ) -> (Self, mpsc::UnboundedReceiver<Question>) {
+        let (questions, receiver) = mpsc::unbounded_channel();
+        let line = ClientLine {
+            route: Route::Rounds(questions),
+            sampling: offered.sampling,
+            elicitation: offered.elicitation,
+            unreachable: None,
+            timeout,
+        };
+        (line, receiver)
+    }
+
     /// A client that cannot be asked, and why.
     pub(crate) fn unreachable(why: impl Into<String>) -> Self {
         ClientLine {
-            peer: None,
+            route: Route::None,
             sampling: false,
             elicitation: false,
             unreachable: Some(why.into()),
@@ -126,18 +167,17 @@ impl ClientLine {
         }
     }
 
-    fn reachable(
-        &self,
-        capability: &'static str,
-        offered: bool,
-    ) -> Result<&Peer<RoleServer>, AskError> {
+    fn reachable(&self, capability: &'static str, offered: bool) -> Result<&Route, AskError> {
         if let Some(why) = &self.unreachable {
             return Err(AskError::Unreachable(format!(
                 "the client cannot be asked for {capability}: {why}"
             )));
         }
-        match &self.peer {
-            Some(peer) if offered => Ok(peer),
+        match &self.route {
+            Route::None => Err(AskError::Unreachable(format!(
+                "the client cannot be asked for {capability}"
+            ))),
+            route if offered => Ok(route),
             _ => Err(AskError::NotOffered(capability)),
         }
     }
@@ -145,20 +185,70 @@ impl ClientLine {
     /// Sends `sampling/createMessage` with `params` and returns the client's result.
     #[allow(deprecated)] // SEP-2577: sampling is deprecated, not removed.
     pub(crate) async fn sample(&self, params: &Value) -> Result<Value, AskError> {
-        let peer = self.reachable("sampling", self.sampling)?;
-        let params: CreateMessageRequestParams =
+        let route = self.reachable("sampling", self.sampling)?;
+        let request: CreateMessageRequestParams =
             serde_json::from_value(params.clone()).map_err(|e| AskError::Invalid(e.to_string()))?;
-        let answer = tokio::time::timeout(self.timeout, peer.create_message(params)).await;
-        self.settle(answer)
+        match route {
+            Route::Requests(peer) => {
+                let answer = tokio::time::timeout(self.timeout, peer.create_message(request)).await;
+                self.settle(answer)
+            }
+            Route::Rounds(questions) => {
+                let answer = self
+                    .round(questions, "sampling/createMessage", params)
+                    .await?;
+                let result: rmcp::model::CreateMessageResult = serde_json::from_value(answer)
+                    .map_err(|e| AskError::Malformed(e.to_string()))?;
+                self.settle(Ok(Ok(result)))
+            }
+            Route::None => unreachable!("refused by `reachable`"),
+        }
     }
 
     /// Sends `elicitation/create` with `params` and returns the client's result.
     pub(crate) async fn elicit(&self, params: &Value) -> Result<Value, AskError> {
-        let peer = self.reachable("elicitation", self.elicitation)?;
-        let params: ElicitRequestParams =
+        let route = self.reachable("elicitation", self.elicitation)?;
+        let request: ElicitRequestParams =
             serde_json::from_value(params.clone()).map_err(|e| AskError::Invalid(e.to_string()))?;
-        let answer = tokio::time::timeout(self.timeout, peer.create_elicitation(params)).await;
-        self.settle(answer)
+        match route {
+            Route::Requests(peer) => {
+                let answer =
+                    tokio::time::timeout(self.timeout, peer.create_elicitation(request)).await;
+                self.settle(answer)
+            }
+            Route::Rounds(questions) => {
+                let answer = self.round(questions, "elicitation/create", params).await?;
+                let result: rmcp::model::ElicitResult = serde_json::from_value(answer)
+                    .map_err(|e| AskError::Malformed(e.to_string()))?;
+                self.settle(Ok(Ok(result)))
+            }
+            Route::None => unreachable!("refused by `reachable`"),
+        }
+    }
+
+    /// Puts a question in the call's next `input_required` result and waits for its answer.
+    async fn round(
+        &self,
+        questions: &mpsc::UnboundedSender<Question>,
+        method: &'static str,
+        params: &Value,
+    ) -> Result<Value, AskError> {
+        let (answer, answered) = oneshot::channel();
+        let question = Question {
+            method,
+            params: params.clone(),
+            answer,
+        };
+        if questions.send(question).is_err() {
+            return Err(AskError::Unreachable("the client's call has ended".into()));
+        }
+        match tokio::time::timeout(self.timeout, answered).await {
+            Err(_) => Err(AskError::Timeout(self.timeout.as_secs())),
+            Ok(Err(_)) => Err(AskError::Malformed(
+                "the client retried the call without answering the question".into(),
+            )),
+            Ok(Ok(answer)) => Ok(answer),
+        }
     }
 
     fn settle<T: serde::Serialize>(

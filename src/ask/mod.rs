@@ -88,6 +88,11 @@ impl Asking {
         Asking::new(line, limits, "e", session, Arc::new(AuditLog::disabled()))
     }
 
+    /// What the execution's client offers.
+    pub(crate) fn offered(&self) -> client::Offered {
+        self.line.offered()
+    }
+
     /// The client session the execution runs for.
     pub(crate) fn session(&self) -> &str {
         &self.session

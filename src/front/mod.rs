@@ -3,8 +3,9 @@
 //! handler: `execute` (`executeTypescript`, `executePython`), `catalog` (`searchTools`,
 //! `getToolSchema`, `listServers`) and `health`. This module routes a call to its handler,
 //! parses its arguments, reports progress, turns a client's cancellation into the execution's,
-//! and turns every outcome into `structuredContent` plus one readable text block. It holds no
-//! policy of its own.
+//! gives each call its line back to the client (requests to a handshake-era client over stdio,
+//! `input_required` rounds to a 2026-07-28 client: [`rounds`]), and turns every outcome into
+//! `structuredContent` plus one readable text block. It holds no policy of its own.
 
 mod catalog;
 mod execute;
@@ -12,6 +13,7 @@ pub mod guard;
 mod health;
 pub mod http;
 mod reply;
+mod rounds;
 
 pub(crate) use health::RuntimeInfo;
 
@@ -20,21 +22,24 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::ClientLine;
+use crate::ask::client::{Offered, Question};
 use crate::executor::Executor;
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
 use crate::upstream::UpstreamPool;
 use reply::NoArgs;
+use rounds::{Next, Parked};
 
 /// How often a long execution reports progress, when the client asked for it.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -52,6 +57,8 @@ pub struct Front {
     runtime: Arc<RuntimeInfo>,
     tools: Arc<Vec<Tool>>,
     started: Instant,
+    /// Calls waiting for their client's answers (protocol 2026-07-28), shared by every request.
+    parked: Arc<Parked>,
 }
 
 /// Who is calling: the client session (for rate limits and audit) and the request's
@@ -104,6 +111,7 @@ impl Front {
             runtime: Arc::new(runtime),
             tools: Arc::new(all_tools()),
             started: Instant::now(),
+            parked: Arc::default(),
         }
     }
 
@@ -157,18 +165,73 @@ impl Front {
 }
 
 impl Front {
-    /// The line back to the client of this request. Over stdio the process's one client,
-    /// whose capabilities are also what downstream servers are offered. Over HTTP none: each
-    /// request is answered on its own, with no stream to carry a request back.
-    fn client_line(&self, session: &str, context: &RequestContext<RoleServer>) -> ClientLine {
-        if session != "stdio" {
-            return ClientLine::unreachable(
-                "over HTTP this server answers each request on its own and cannot send requests back to the client (connect over stdio for sampling and elicitation)",
-            );
+    /// Starts a call in its own task, with the line back to its client.
+    fn start_call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        session: String,
+    ) -> rounds::Call {
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        // Not the request's token: a call that asks its client outlives the request.
+        let cancel = CancellationToken::new();
+        let (client, questions) = self.client_line(&session, context);
+        let caller = Caller {
+            session: session.clone(),
+            cancel: cancel.clone(),
+            client: Arc::new(client),
+        };
+        let front = self.clone();
+        let name = request.name.to_string();
+        let tool = name.clone();
+        let task = tokio::spawn(async move { front.dispatch_for(&name, args, &caller).await });
+        rounds::Call {
+            session,
+            tool,
+            task,
+            questions,
+            owed: Default::default(),
+            cancel,
         }
-        let line = ClientLine::stdio(context.peer.clone(), self.executor.ask_timeout());
-        self.upstream.set_offered(line.offered());
-        line
+    }
+
+    /// The line back to the client of this request, and the questions it will carry in
+    /// `input_required` results (for a client on 2026-07-28, with what it declares in the
+    /// request). A handshake-era client over stdio is the process's one client, asked by
+    /// request; its capabilities are also what downstream servers are offered. Over HTTP only
+    /// 2026-07-28 clients can be asked: each request is answered on its own, with no stream to
+    /// carry a request back.
+    fn client_line(
+        &self,
+        session: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> (ClientLine, mpsc::UnboundedReceiver<Question>) {
+        let timeout = self.executor.ask_timeout();
+        let stdio = session == "stdio";
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        if modern {
+            let declared = context.meta.client_capabilities().unwrap_or_default();
+            let offered = Offered {
+                sampling: declared.sampling.is_some(),
+                elicitation: declared.elicitation.is_some(),
+            };
+            if stdio {
+                self.upstream.set_offered(offered);
+            }
+            return ClientLine::rounds(offered, timeout);
+        }
+        let line = if stdio {
+            let line = ClientLine::requests(context.peer.clone(), timeout);
+            self.upstream.set_offered(line.offered());
+            line
+        } else {
+            ClientLine::unreachable(
+                "over HTTP this server answers each request on its own and cannot send requests back to a client on a protocol before 2026-07-28 (connect over stdio, or with protocol 2026-07-28)",
+            )
+        };
+        (line, mpsc::unbounded_channel().1)
     }
 }
 
@@ -205,27 +268,30 @@ impl ServerHandler for Front {
     ) -> Result<CallToolResponse, ErrorData> {
         let received = Instant::now();
         tracing::debug!(tool = %request.name, "front: call received");
-        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        // The call runs in its own task, so that when this future is dropped (an HTTP client
-        // that disconnects) the execution still sees a cancellation, kills its worker and
-        // leaves its audit record, instead of vanishing mid-way.
-        let cancel = context.ct.child_token();
-        let _cancel_on_drop = cancel.clone().drop_guard();
         let session = session_of(&context);
-        let client = Arc::new(self.client_line(&session, &context));
-        let caller = Caller {
-            session,
-            cancel,
-            client,
+        let call = match &request.request_state {
+            // The retry of a call that asked its client (protocol 2026-07-28).
+            Some(state) => {
+                let responses = request.input_responses.clone();
+                match self
+                    .parked
+                    .resume(state, &session, &request.name, responses)
+                {
+                    Ok(call) => call,
+                    Err(message) => {
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+                    }
+                }
+            }
+            None => self.start_call(request, &context, session),
         };
-        let front = self.clone();
-        let name = request.name.clone();
-        let dispatch = async move {
-            tokio::spawn(async move { front.dispatch_for(&name, args, &caller).await })
-                .await
-                .unwrap_or_else(|e| Err(format!("internal error: {e}")))
-        };
-        let result = match context.meta.get_progress_token() {
+        // The call runs in its own task, so that when this future is dropped (an HTTP client
+        // that disconnects) the execution still sees a cancellation, kills its isolate and
+        // leaves its audit record, instead of vanishing mid-way.
+        let drive = self
+            .parked
+            .drive(call, context.ct.clone(), self.executor.ask_timeout());
+        let next = match context.meta.get_progress_token() {
             Some(token) => {
                 // Report progress (seconds elapsed) until the call returns.
                 let peer = context.peer.clone();
@@ -245,15 +311,16 @@ impl ServerHandler for Front {
                     }
                 };
                 tokio::select! {
-                    result = dispatch => result,
+                    next = drive => next,
                     () = ticker => unreachable!("the ticker only stops when the client is gone"),
                 }
             }
-            None => dispatch.await,
+            None => drive.await,
         };
-        let result = match result {
-            Ok(result) => result,
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+        let result = match next {
+            Next::Asks(input) => return Ok(CallToolResponse::InputRequired(input)),
+            Next::Done(Ok(result)) => result,
+            Next::Done(Err(message)) => CallToolResult::error(vec![ContentBlock::text(message)]),
         };
         tracing::debug!(
             us = received.elapsed().as_micros() as u64,

@@ -286,16 +286,7 @@ impl ClientHandler for UpstreamHandler {
     fn get_info(&self) -> ClientConfig {
         // Only what the connected client offers is declared, so a server never counts on an
         // answer nobody can give; roots only when the operator configured some.
-        let mut capabilities = ClientCapabilities::default();
-        let offered = self.seed.offered;
-        let declared = serde_json::json!({
-            "sampling": offered.sampling.then(|| serde_json::json!({})),
-            "elicitation": offered.elicitation.then(|| serde_json::json!({"form": {}})),
-            "roots": (!self.seed.roots.is_empty()).then(|| serde_json::json!({"listChanged": false})),
-        });
-        if let Ok(declared) = serde_json::from_value::<ClientCapabilities>(declared) {
-            capabilities = declared;
-        }
+        let capabilities = declared(self.seed.offered, !self.seed.roots.is_empty());
         // `initialize` offers the newest version that has it; 2026-07-28 is reached by
         // `server/discover`, which takes its versions from the lifecycle mode.
         ClientConfig::new(
@@ -349,6 +340,58 @@ impl ClientHandler for UpstreamHandler {
     ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
         serde_json::from_value(serde_json::json!({"roots": *self.seed.roots}))
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
+/// The client capabilities declared to a server: what the connected client `offered` (that we
+/// relay), and roots when the operator configured some.
+pub(crate) fn declared(offered: Offered, roots: bool) -> ClientCapabilities {
+    let declared = serde_json::json!({
+        "sampling": offered.sampling.then(|| serde_json::json!({})),
+        "elicitation": offered.elicitation.then(|| serde_json::json!({"form": {}})),
+        "roots": roots.then(|| serde_json::json!({"listChanged": false})),
+    });
+    serde_json::from_value(declared).unwrap_or_default()
+}
+
+/// `tools/call` (one round) telling the server, in the request's `_meta`, the client
+/// capabilities `declared` for this call (protocol 2026-07-28 reads them per request). A call
+/// abandoned mid-way (a timeout, a cancelled execution) is cancelled at the server too.
+pub(crate) async fn call_tool_declaring(
+    peer: &Peer<RoleClient>,
+    params: rmcp::model::CallToolRequestParams,
+    declared: ClientCapabilities,
+) -> Result<rmcp::model::CallToolResponse, rmcp::ServiceError> {
+    use rmcp::model::{
+        CallToolRequest, CallToolResponse, CancelledNotificationParam, ClientRequest,
+        RequestMetaObject, ServerResult,
+    };
+    let mut meta = RequestMetaObject::default();
+    meta.set_client_capabilities(declared);
+    let mut options = rmcp::service::PeerRequestOptions::no_options();
+    options.meta = Some(meta);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = peer.send_request_with_option(request, options).await?;
+    /// Tells the server a request was abandoned, unless disarmed.
+    struct CancelOnDrop(Option<(Peer<RoleClient>, rmcp::model::RequestId)>);
+    impl Drop for CancelOnDrop {
+        fn drop(&mut self) {
+            if let Some((peer, id)) = self.0.take() {
+                tokio::spawn(async move {
+                    let reason = Some("abandoned by the caller".to_string());
+                    let param = CancelledNotificationParam::new(Some(id), reason);
+                    let _ = peer.notify_cancelled(param).await;
+                });
+            }
+        }
+    }
+    let mut guard = CancelOnDrop(Some((peer.clone(), handle.id.clone())));
+    let answer = handle.await_response().await;
+    guard.0 = None;
+    match answer? {
+        ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+        ServerResult::InputRequiredResult(result) => Ok(CallToolResponse::InputRequired(result)),
+        _ => Err(rmcp::ServiceError::UnexpectedResponse),
     }
 }
 

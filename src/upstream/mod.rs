@@ -428,13 +428,22 @@ impl UpstreamPool {
             None => None,
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        // A 2026-07-28 server is told, with each call, what the execution's client offers (its
+        // questions are relayed there); the connection's own declaration covers other requests.
+        let declared = asking
+            .filter(|_| self.speaks_modern(&peer))
+            .map(|asking| client::declared(asking.offered(), !self.roots.is_empty()));
         let rounds = rounds::rounds(server, asking, &self.roots, |responses, state| {
             let mut params = params.clone();
             params.input_responses = responses;
             params.request_state = state;
-            let peer = peer.clone();
+            let (peer, declared) = (peer.clone(), declared.clone());
             async move {
-                Ok(match peer.call_tool_once(params).await? {
+                let response = match declared {
+                    Some(declared) => client::call_tool_declaring(&peer, params, declared).await?,
+                    None => peer.call_tool_once(params).await?,
+                };
+                Ok(match response {
                     CallToolResponse::Complete(result) => Round::Done(result),
                     CallToolResponse::InputRequired(input) => Round::Input(input),
                     _ => Round::Other("it answered with a task, which this server does not poll"),
@@ -479,6 +488,12 @@ impl UpstreamPool {
                 ms: self.timeouts.call.as_millis(),
             }),
         }
+    }
+
+    /// Whether the connection behind `peer` negotiated protocol 2026-07-28 or later.
+    fn speaks_modern(&self, peer: &Peer<RoleClient>) -> bool {
+        peer.peer_info()
+            .is_some_and(|info| info.protocol_version.as_str() >= "2026-07-28")
     }
 
     /// The state of every server, without connecting anything.
