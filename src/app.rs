@@ -165,7 +165,8 @@ impl App {
             destructive: settings.approve_destructive_tools,
             not_read_only: settings.approve_tools_not_read_only,
         })
-        .map_err(AppError::Approval)?;
+        .map_err(AppError::Approval)?
+        .with_aliases(discovery.aliases.clone());
         let gate = Arc::new(Gate::new(
             broker,
             Arc::new(approvals),

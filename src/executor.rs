@@ -550,6 +550,10 @@ impl HostCalls for HostSide {
         }
         .boxed()
     }
+
+    fn paused(&self) -> Duration {
+        self.calls.asking().waited()
+    }
 }
 
 /// A look-up's answer as the JSON the code receives, or its error's message.

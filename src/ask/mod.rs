@@ -10,9 +10,9 @@ pub(crate) mod client;
 pub(crate) mod relay;
 pub(crate) mod sampling;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -40,6 +40,43 @@ pub(crate) struct Asking {
     rounds: AtomicU32,
     tokens: AtomicU64,
     elicitations: AtomicU32,
+    waiting: Mutex<Waiting>,
+}
+
+/// How long the execution has waited for its client's answers: questions may overlap, so the
+/// time is the union of their waits.
+#[derive(Default)]
+struct Waiting {
+    /// Questions waiting now.
+    open: u32,
+    /// Since when at least one has been waiting.
+    since: Option<Instant>,
+    /// The waits that ended.
+    total: Duration,
+}
+
+/// Counts its wait in [`Asking::waited`] while it lives.
+struct Wait<'a>(&'a Mutex<Waiting>);
+
+impl<'a> Wait<'a> {
+    fn start(waiting: &'a Mutex<Waiting>) -> Self {
+        let mut w = waiting.lock().expect("waiting lock");
+        w.open += 1;
+        w.since.get_or_insert_with(Instant::now);
+        Wait(waiting)
+    }
+}
+
+impl Drop for Wait<'_> {
+    fn drop(&mut self) {
+        let mut w = self.0.lock().expect("waiting lock");
+        w.open -= 1;
+        if w.open == 0
+            && let Some(since) = w.since.take()
+        {
+            w.total += since.elapsed();
+        }
+    }
 }
 
 /// What an execution's sampling came to, for its report.
@@ -73,7 +110,15 @@ impl Asking {
             rounds: AtomicU32::new(0),
             tokens: AtomicU64::new(0),
             elicitations: AtomicU32::new(0),
+            waiting: Mutex::default(),
         }
+    }
+
+    /// How long the execution has waited for its client's answers so far (the ongoing wait
+    /// included): time its deadline does not count.
+    pub(crate) fn waited(&self) -> Duration {
+        let w = self.waiting.lock().expect("waiting lock");
+        w.total + w.since.map_or(Duration::ZERO, |since| since.elapsed())
     }
 
     /// An execution of `session` whose client cannot be asked, with no audit trail.
@@ -130,7 +175,10 @@ impl Asking {
             )));
         }
         let started = Instant::now();
-        let answer = self.line.sample(&params).await;
+        let answer = {
+            let _wait = Wait::start(&self.waiting);
+            self.line.sample(&params).await
+        };
         let (outcome, bytes) = answer_facts(&answer);
         self.record("sampling", asker, &params, outcome, bytes, started, None);
         answer
@@ -156,6 +204,7 @@ impl Asking {
                 self.limits.elicitations
             )));
         }
+        let _wait = Wait::start(&self.waiting);
         self.line.elicit(params).await
     }
 
@@ -211,5 +260,31 @@ fn action_code(action: &str) -> &'static str {
         "decline" => "decline",
         "cancel" => "cancel",
         _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_waits_count_once() {
+        let waiting = Mutex::default();
+        let first = Wait::start(&waiting);
+        std::thread::sleep(Duration::from_millis(30));
+        let second = Wait::start(&waiting);
+        std::thread::sleep(Duration::from_millis(30));
+        drop(first);
+        std::thread::sleep(Duration::from_millis(30));
+        drop(second);
+        let total = waiting.lock().unwrap().total;
+        assert!(total >= Duration::from_millis(90), "{total:?}");
+        assert!(total < Duration::from_millis(180), "{total:?}");
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(
+            waiting.lock().unwrap().total,
+            total,
+            "no wait open: no time counted"
+        );
     }
 }

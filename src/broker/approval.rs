@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use rmcp::model::ToolAnnotations;
 
 use super::{Allowlist, PatternError};
+use crate::clients::aliases::Aliases;
 
 /// Most tools one session's "allow for this session" answers are remembered for; beyond it,
 /// later tools are asked about each time.
@@ -29,6 +30,8 @@ pub(crate) struct ApprovalConfig {
 /// When calls need approval, and the approvals given for a whole session.
 pub(crate) struct Approvals {
     required: Allowlist,
+    /// The servers' other names: `approval_required` may name a server by any of them.
+    aliases: Aliases,
     destructive: bool,
     not_read_only: bool,
     sessions: Mutex<Sessions>,
@@ -45,20 +48,29 @@ impl Approvals {
     pub(crate) fn new(config: &ApprovalConfig) -> Result<Self, PatternError> {
         Ok(Approvals {
             required: Allowlist::new(&config.required)?,
+            aliases: Aliases::default(),
             destructive: config.destructive,
             not_read_only: config.not_read_only,
             sessions: Mutex::default(),
         })
     }
 
-    /// Why a call of `tool` of `server` needs approval, or `None` when it needs none.
+    /// The approvals answering to the servers' other names too.
+    pub(crate) fn with_aliases(mut self, aliases: Aliases) -> Self {
+        self.aliases = aliases;
+        self
+    }
+
+    /// Why a call of `tool` of `server` (its canonical name) needs approval, or `None` when it
+    /// needs none.
     pub(crate) fn needed(
         &self,
         server: &str,
         tool: &str,
         annotations: Option<&ToolAnnotations>,
     ) -> Option<&'static str> {
-        if self.required.matches(server, tool) {
+        let named = |name: &str| self.required.matches(name, tool);
+        if named(server) || self.aliases.of(server).iter().any(|a| named(&a.name)) {
             return Some("approval_required names it");
         }
         let annotations = annotations?;
@@ -146,6 +158,14 @@ mod tests {
                 .needed("fs", "read", Some(&hints(None, Some(true))))
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_server_may_be_named_by_its_alias() {
+        let a = approvals(&["mcp__git-server__git_commit"], false, false)
+            .with_aliases(Aliases::of_pairs(&[("git-server", "git")]));
+        assert!(a.needed("git", "git_commit", None).is_some());
+        assert!(a.needed("git", "git_log", None).is_none());
     }
 
     #[test]

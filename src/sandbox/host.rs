@@ -32,6 +32,7 @@ use super::jail;
 use super::launch::{Purpose, WorkerConfig};
 use super::outcome::{
     EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit, truncate,
+    within_deadline,
 };
 use super::proto::{self, EndReason, HostRequest, Language, ProcessMessage, WorkerMessage};
 use super::{runner, stage};
@@ -58,6 +59,12 @@ pub(crate) trait HostCalls: Send + Sync + 'static {
         self: Arc<Self>,
         request: HostRequest,
     ) -> futures::future::BoxFuture<'static, Result<Value, String>>;
+
+    /// Time the execution has spent waiting for answers from outside (a user deciding, a
+    /// client's LLM), which its deadline does not count.
+    fn paused(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// How long a worker process may take to connect and announce `ready` (a Python process
@@ -381,11 +388,10 @@ impl WorkerProcess {
             Ending::Failed(why)
         } else {
             let execute = proto::execute_envelope(exec, self.language, code, output_limit);
+            let clock = calls.clone();
             let drive = self.drive(exec, execute, &mut routed, &mut output, calls, started);
             tokio::select! {
-                ending = tokio::time::timeout(deadline, drive) => {
-                    ending.unwrap_or(Ending::TimedOut(deadline))
-                }
+                ending = within_deadline(drive, started, deadline, move || clock.paused()) => ending,
                 () = cancel.cancelled() => Ending::Cancelled,
             }
         };

@@ -1,9 +1,10 @@
 //! How one run ended, as the host reports it: the outcome (end, output, value, error, peak
 //! memory), the output buffer with its cap and marker, and the words for a worker that failed
-//! (the user's error with its stack once; a crash, a signal or an out-of-memory death). Pure
-//! data and text: no processes.
+//! (the user's error with its stack once; a crash, a signal or an out-of-memory death), and the
+//! deadline a run is held to (`within_deadline`: it does not count the time spent waiting for
+//! answers). No processes.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -225,6 +226,28 @@ impl OutputBuffer {
             ));
         }
         text
+    }
+}
+
+/// Runs `drive` until it ends or `deadline` has passed since `started`, not counting the time
+/// `paused` reports (the deadline moves on while the execution waits for an answer).
+pub(super) async fn within_deadline(
+    drive: impl std::future::Future<Output = Ending>,
+    started: Instant,
+    deadline: Duration,
+    paused: impl Fn() -> Duration,
+) -> Ending {
+    tokio::pin!(drive);
+    loop {
+        let until = started + deadline + paused();
+        tokio::select! {
+            ending = &mut drive => return ending,
+            () = tokio::time::sleep_until(until.into()) => {
+                if Instant::now() >= started + deadline + paused() {
+                    return Ending::TimedOut(deadline);
+                }
+            }
+        }
     }
 }
 

@@ -90,6 +90,7 @@ impl UpstreamPool {
             r.map_err(|e| match e {
                 RoundsError::Service(e) => e.to_string(),
                 RoundsError::Relay(reason) => reason,
+                RoundsError::TimedOut => "no answer within its bound".to_string(),
             })
         });
         match answer {

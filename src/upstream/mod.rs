@@ -438,26 +438,36 @@ impl UpstreamPool {
             params.input_responses = responses;
             params.request_state = state;
             let (peer, declared) = (peer.clone(), declared.clone());
+            let bound = self.timeouts.call;
             async move {
-                let response = match declared {
-                    Some(declared) => client::call_tool_declaring(&peer, params, declared).await?,
-                    None => peer.call_tool_once(params).await?,
+                // Each round is bounded on its own: the time the client takes to answer the
+                // questions between rounds is not the server's.
+                let round = async {
+                    match declared {
+                        Some(declared) => {
+                            client::call_tool_declaring(&peer, params, declared).await
+                        }
+                        None => peer.call_tool_once(params).await,
+                    }
                 };
-                Ok(match response {
+                let Ok(response) = tokio::time::timeout(bound, round).await else {
+                    return Ok(Round::TimedOut);
+                };
+                Ok(match response? {
                     CallToolResponse::Complete(result) => Round::Done(result),
                     CallToolResponse::InputRequired(input) => Round::Input(input),
                     _ => Round::Other("it answered with a task, which this server does not poll"),
                 })
             }
         });
-        match tokio::time::timeout(self.timeouts.call, rounds).await {
-            Ok(Err(RoundsError::Relay(reason))) => Err(UpstreamError::Call {
+        match rounds.await {
+            Err(RoundsError::Relay(reason)) => Err(UpstreamError::Call {
                 server: server.to_string(),
                 tool: tool.to_string(),
                 reason,
             }),
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(RoundsError::Service(e))) => {
+            Ok(result) => Ok(result),
+            Err(RoundsError::Service(e)) => {
                 let slot = self.slot(server)?;
                 if let Some(problem) = oauth::problem::of_service(&e) {
                     return Err(slot.auth_failed(server, tool, problem).await);
@@ -482,7 +492,7 @@ impl UpstreamPool {
                     reason,
                 })
             }
-            Err(_) => Err(UpstreamError::Timeout {
+            Err(RoundsError::TimedOut) => Err(UpstreamError::Timeout {
                 server: server.to_string(),
                 tool: tool.to_string(),
                 ms: self.timeouts.call.as_millis(),

@@ -21,6 +21,8 @@ pub(super) enum Round<T> {
     Input(InputRequiredResult),
     /// An answer of another kind, and why it cannot be used.
     Other(&'static str),
+    /// No answer within the round's bound.
+    TimedOut,
 }
 
 /// Why a request with its rounds failed.
@@ -28,6 +30,8 @@ pub(super) enum RoundsError {
     Service(rmcp::ServiceError),
     /// A question could not be relayed, or the server kept asking (the message says why).
     Relay(String),
+    /// A round got no answer within its bound.
+    TimedOut,
 }
 
 /// Sends a request to `server` through `send` (given the answers and the `requestState` of the
@@ -49,6 +53,7 @@ where
             Ok(Round::Done(result)) => return Ok(result),
             Ok(Round::Input(input)) => input,
             Ok(Round::Other(why)) => return Err(RoundsError::Relay(why.into())),
+            Ok(Round::TimedOut) => return Err(RoundsError::TimedOut),
             Err(e) => return Err(RoundsError::Service(e)),
         };
         let Some(asking) = asking else {

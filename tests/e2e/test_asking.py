@@ -54,9 +54,9 @@ class Script:
 
     async def elicitation(self, context, params):
         self.elicitations.append(params)
+        decision = self.decisions.pop(0) if self.decisions else "deny"
         if self.elicit_delay:
             await asyncio.sleep(self.elicit_delay)
-        decision = self.decisions.pop(0) if self.decisions else "deny"
         if decision in ("decline", "cancel"):
             return types.ElicitResult(action=decision)
         if isinstance(decision, dict):
@@ -224,6 +224,22 @@ def test_no_answer_in_time_refuses(asked):
     script.decisions = ["allow_once"]
     r = run_ts(client, "return await callMCPTool('mcp__asker__archive_item', {id: 4})", allowed=["mcp__asker__archive_item"])
     assert r.result == {"result": "archived 4"}, r.error
+
+
+def test_the_time_the_user_takes_does_not_count_against_the_execution_timeout(asked):
+    client, script = asked
+    script.elicit_delay = 2
+    script.decisions = ["allow_once"]
+    try:
+        r = run_ts(client, "return await callMCPTool('mcp__asker__archive_item', {id: 6})", allowed=["mcp__asker__archive_item"], timeout_ms=1000)
+    finally:
+        script.elicit_delay = 0
+    assert r.success, r.error
+    assert r.result == {"result": "archived 6"}
+    assert r.sc["executionTimeMs"] >= 2000
+    # The code's own time still counts.
+    r = run_ts(client, "await new Promise(r => setTimeout(r, 3000)); return 1", timeout_ms=1000)
+    assert not r.success and "timed out" in r.error, r.error
 
 
 def test_python_code_is_gated_the_same_way(asked):
