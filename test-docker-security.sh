@@ -167,8 +167,11 @@ result $? "later starts reuse the settings file" "sha256 before restart $before,
 # `auth` runs in the image (no shell there) and keeps tokens on the config volume.
 authst=$(compose run --rm -T executor auth status --json 2>&1 </dev/null)
 auth_rc=$?
+# (Outputs are captured before grep -q reads them: with pipefail, a writer cut off by grep's early
+# exit would fail the pipeline now and then.)
+env_lines=$(docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$cid")
 [ $auth_rc -eq 0 ] && grep -q '^\[' <<<"$authst" \
-  && docker inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$cid" | grep -qx 'CODE_EXECUTOR_OAUTH_DIR=/config/oauth'
+  && grep -qx 'CODE_EXECUTOR_OAUTH_DIR=/config/oauth' <<<"$env_lines"
 result $? "auth status runs in the appliance, tokens on the config volume" "exit $auth_rc: $(tr -d '\n' <<<"$authst" | cut -c1-120); CODE_EXECUTOR_OAUTH_DIR=/config/oauth"
 
 # A changed CODE_EXECUTOR_SERVERS is followed on the next start, the config volume kept; changed
@@ -326,10 +329,12 @@ if [ -n "${CODE_EXECUTOR_SIDECAR_TIME_IMAGE:-}" ]; then
   read -r t_user t_ro t_caps t_nnp t_mem t_pids t_ports t_nets < <(docker inspect -f \
     '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{json .HostConfig.CapDrop}} {{json .HostConfig.SecurityOpt}} {{.HostConfig.Memory}} {{.HostConfig.PidsLimit}} {{json .NetworkSettings.Ports}} {{range $n, $_ := .NetworkSettings.Networks}}{{$n}},{{end}}' "$tid")
   t_procs=$(docker top "$tid" -eo pid,uid | awk 'NR > 1 {print $2}' | sort | uniq -c | tr -s ' \n' ' ')
+  # Captured first: `docker top | grep -q` fails now and then under pipefail (SIGPIPE).
+  t_args=$(docker top "$tid" -eo pid,args)
   [ "$t_user" = 10001:10001 ] && [ "$t_ro" = true ] && [ "$t_caps" = '["ALL"]' ] \
     && [ "$t_nnp" = '["no-new-privileges:true"]' ] && [ "$t_mem" -gt 0 ] && [ "$t_pids" -gt 0 ] \
     && ! grep -q HostPort <<<"$t_ports" && [ "$t_nets" = "${project}_inner," ] \
-    && docker top "$tid" -eo pid,args | grep -Eq '^ *[0-9]+ +/usr/local/bin/python3 -m mcp_server_time' \
+    && grep -Eq '^ *[0-9]+ +/usr/local/bin/python3 -m mcp_server_time' <<<"$t_args" \
     && [[ $t_procs =~ ^\ ?[0-9]+\ 10001\ ?$ ]]
   result $? "time sidecar hardened" "user $t_user, read-only $t_ro, cap_drop $t_caps, $t_nnp, memory $((t_mem / 1048576)) MiB, pids $t_pids, ports $t_ports, networks ${t_nets%,}; processes (count uid): $t_procs"
   docker exec "$tid" /usr/local/bin/python3 -c 'import socket; socket.create_connection(("1.1.1.1", 443), 3)' >"$work/sidecar-out.log" 2>&1
