@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use super::client::clip;
 use super::{AskError, Asker, Asking, answer_facts};
 
 /// Longest rendering of a call's arguments in the question, in characters.
@@ -30,11 +31,11 @@ const CHOICES: [(&str, &str); 3] = [
 
 /// The `elicitation/create` params asking to approve a call of `tool` with `args`.
 pub(crate) fn question(tool: &str, args: &Value, why: &str) -> Value {
-    let shown = serde_json::to_string(args).unwrap_or_default();
-    let shown = match shown.char_indices().nth(MAX_ARGUMENTS_SHOWN) {
-        Some((i, _)) => format!("{}… ({} bytes in all)", &shown[..i], shown.len()),
-        None => shown,
-    };
+    let all = serde_json::to_string(args).unwrap_or_default();
+    let mut shown = clip(&all, MAX_ARGUMENTS_SHOWN);
+    if shown.len() < all.len() {
+        shown.push_str(&format!(" ({} bytes in all)", all.len()));
+    }
     json!({
         "mode": "form",
         "message": format!("Code running in code-executor wants to call {tool} ({why}).\nArguments: {shown}"),

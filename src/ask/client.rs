@@ -107,7 +107,7 @@ impl ClientLine {
                 Offered::default(),
                 Some("the client has not completed the MCP handshake".to_string()),
             ),
-            Some(info) if info.protocol_version.as_str() >= "2026-07-28" => (
+            Some(info) if !info.protocol_version.has_initialize() => (
                 Offered::default(),
                 Some(format!(
                     "the client speaks protocol {}, which carries no requests from server to client; this server does not yet ask such clients through input_required rounds",
@@ -194,12 +194,12 @@ impl ClientLine {
                 self.settle(answer)
             }
             Route::Rounds(questions) => {
-                let answer = self
-                    .round(questions, "sampling/createMessage", params)
-                    .await?;
-                let result: rmcp::model::CreateMessageResult = serde_json::from_value(answer)
-                    .map_err(|e| AskError::Malformed(e.to_string()))?;
-                self.settle(Ok(Ok(result)))
+                self.round::<rmcp::model::CreateMessageResult>(
+                    questions,
+                    "sampling/createMessage",
+                    params,
+                )
+                .await
             }
             Route::None => unreachable!("refused by `reachable`"),
         }
@@ -217,17 +217,16 @@ impl ClientLine {
                 self.settle(answer)
             }
             Route::Rounds(questions) => {
-                let answer = self.round(questions, "elicitation/create", params).await?;
-                let result: rmcp::model::ElicitResult = serde_json::from_value(answer)
-                    .map_err(|e| AskError::Malformed(e.to_string()))?;
-                self.settle(Ok(Ok(result)))
+                self.round::<rmcp::model::ElicitResult>(questions, "elicitation/create", params)
+                    .await
             }
             Route::None => unreachable!("refused by `reachable`"),
         }
     }
 
-    /// Puts a question in the call's next `input_required` result and waits for its answer.
-    async fn round(
+    /// Puts a question in the call's next `input_required` result and waits for its answer,
+    /// which must read as a `T` (the request's result type).
+    async fn round<T: serde::de::DeserializeOwned + serde::Serialize>(
         &self,
         questions: &mpsc::UnboundedSender<Question>,
         method: &'static str,
@@ -247,7 +246,11 @@ impl ClientLine {
             Ok(Err(_)) => Err(AskError::Malformed(
                 "the client retried the call without answering the question".into(),
             )),
-            Ok(Ok(answer)) => Ok(answer),
+            Ok(Ok(answer)) => {
+                let result: T = serde_json::from_value(answer)
+                    .map_err(|e| AskError::Malformed(e.to_string()))?;
+                self.settle(Ok(Ok(result)))
+            }
         }
     }
 
@@ -257,11 +260,13 @@ impl ClientLine {
     ) -> Result<Value, AskError> {
         match answer {
             Err(_) => Err(AskError::Timeout(self.timeout.as_secs())),
-            Ok(Err(rmcp::ServiceError::McpError(e))) => Err(AskError::Refused(clip(&e.message))),
+            Ok(Err(rmcp::ServiceError::McpError(e))) => {
+                Err(AskError::Refused(clip(&e.message, MAX_MESSAGE_CHARS)))
+            }
             Ok(Err(rmcp::ServiceError::UnexpectedResponse)) => Err(AskError::Malformed(
                 "it is not the result of the request".into(),
             )),
-            Ok(Err(e)) => Err(AskError::Refused(clip(&e.to_string()))),
+            Ok(Err(e)) => Err(AskError::Refused(clip(&e.to_string(), MAX_MESSAGE_CHARS))),
             Ok(Ok(result)) => {
                 let value =
                     serde_json::to_value(result).map_err(|e| AskError::Malformed(e.to_string()))?;
@@ -275,10 +280,13 @@ impl ClientLine {
     }
 }
 
-/// A client's error message, bounded (it reaches code and logs).
-fn clip(text: &str) -> String {
-    const MAX: usize = 500;
-    match text.char_indices().nth(MAX) {
+/// Longest client error message passed on, in characters.
+const MAX_MESSAGE_CHARS: usize = 500;
+
+/// `text` cut to `max` characters, with `…` when cut (a client's message reaches code and logs;
+/// an approval question shows arguments in short).
+pub(super) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_string(),
     }

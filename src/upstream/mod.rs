@@ -503,7 +503,7 @@ impl UpstreamPool {
     /// Whether the connection behind `peer` negotiated protocol 2026-07-28 or later.
     fn speaks_modern(&self, peer: &Peer<RoleClient>) -> bool {
         peer.peer_info()
-            .is_some_and(|info| info.protocol_version.as_str() >= "2026-07-28")
+            .is_some_and(|info| !info.protocol_version.has_initialize())
     }
 
     /// The state of every server, without connecting anything.

@@ -93,6 +93,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float = 60.0) -> None:
+    """Wait until `proc` accepts connections on 127.0.0.1:`port`; fail with its log if it exits
+    or does not listen within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"{proc.args!r} exited with {proc.returncode}:\n{tail(log)}"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, f"{proc.args!r} did not listen within {timeout} s:\n{tail(log)}"
+            time.sleep(0.1)
+
+
 def tail(path: Path | None, limit: int = 6000) -> str:
     if path is None or not path.exists():
         return "(no log)"

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -387,15 +385,7 @@ def legacy(tmp_path_factory):
         stdout=subprocess.DEVNULL,
         stderr=open(root / "asker.stderr", "w"),
     )
-    deadline = time.monotonic() + 30
-    while True:
-        assert server.poll() is None, (root / "asker.stderr").read_text()
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the SSE asker did not listen"
-            time.sleep(0.1)
+    harness.wait_listening(server, port, root / "asker.stderr", timeout=30)
     script = Script()
     e2e = E2EEnv(root, servers=("time",))
     configs = {"asker": {"type": "sse", "url": f"http://127.0.0.1:{port}/sse"}}

@@ -9,13 +9,12 @@ bound to its call).
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 import harness
@@ -42,27 +41,13 @@ async def modern_client(transport: str, root: Path, script: Script):
         cwd=e2e.project, env=e2e.env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, (root / "server.log").read_text()
-            try:
-                import socket
-
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                await anyio.sleep(0.1)
+        await anyio.to_thread.run_sync(harness.wait_listening, proc, port, root / "server.log")
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="auto", **callbacks) as client:
             yield client
     finally:
         proc.terminate()
         proc.wait(10)
         log.close()
-
-
-def run(client_call) -> Any:
-    return anyio.run(client_call)
 
 
 async def execute(client: Client, code: str, allowed: list[str] | None = None) -> dict[str, Any]:
