@@ -31,6 +31,7 @@ use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
+use crate::sandbox::outcome::CapturedOutput;
 use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::upstream::UpstreamPool;
@@ -56,7 +57,7 @@ pub(crate) struct ExecutionRequest {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExecutionReport {
     pub success: bool,
-    pub output: String,
+    pub output: CapturedOutput,
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
@@ -85,6 +86,13 @@ fn is_zero(n: &u32) -> bool {
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
+}
+
+/// What an execution's reply may show (`reply_budget_bytes`, `media_limit_bytes`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReplyLimits {
+    pub budget_bytes: usize,
+    pub media_bytes: usize,
 }
 
 /// Worker processes alive, by language.
@@ -267,6 +275,14 @@ impl Executor {
         self.settings.ask_timeout
     }
 
+    /// What a reply may show: the reply budget and the media cap, in bytes.
+    pub(crate) fn reply_limits(&self) -> ReplyLimits {
+        ReplyLimits {
+            budget_bytes: self.settings.reply_budget_bytes,
+            media_bytes: self.settings.media_limit_bytes,
+        }
+    }
+
     /// The upstream pool and the server-wide policy: what the LLM's own look-ups
     /// (`searchTools`, `getToolSchema`, `listServers`) answer from, and within.
     pub(crate) fn directory(&self) -> (&UpstreamPool, Reach<'_>) {
@@ -283,7 +299,7 @@ impl Executor {
         let fail = |error: String| {
             let report = ExecutionReport {
                 success: false,
-                output: String::new(),
+                output: CapturedOutput::default(),
                 error: Some(error),
                 result: None,
                 execution_time_ms: started.elapsed().as_millis() as u64,

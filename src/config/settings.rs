@@ -79,8 +79,16 @@ pub(crate) struct RawSettings {
     pub timeout_ms: Option<u64>,
     /// Largest timeout a caller may ask for, in ms. Default 300000.
     pub max_timeout_ms: Option<u64>,
-    /// Cap on the output (console + result) one execution returns, in bytes. Default 1 MiB.
+    /// Cap on the console output the host keeps of one execution, in bytes (its beginning; the
+    /// worker also sends its end). Default 1 MiB.
     pub output_limit_bytes: Option<usize>,
+    /// The bytes an execution's reply may put before the model: output, return value and error
+    /// together, counted over the text block and `structuredContent` as a client receives
+    /// them. Default 40000 (about 10,000 tokens).
+    pub reply_budget_bytes: Option<usize>,
+    /// Cap on the images, audio and embedded resources one reply carries as their own content
+    /// blocks (decoded bytes, all blocks together). Default 2 MiB.
+    pub media_limit_bytes: Option<usize>,
     /// V8 heap limit of a worker, in MiB. Default 256.
     pub heap_limit_mb: Option<u32>,
     /// Writable memory a worker may map (RLIMIT_DATA), in MiB: V8 heap, buffers, WebAssembly.
@@ -191,6 +199,8 @@ pub struct Settings {
     pub default_timeout: Duration,
     pub max_timeout: Duration,
     pub output_limit_bytes: usize,
+    pub reply_budget_bytes: usize,
+    pub media_limit_bytes: usize,
     pub heap_limit_mb: u32,
     pub worker_memory_mb: u64,
     pub max_concurrent_executions: usize,
@@ -313,6 +323,8 @@ impl Settings {
             default_timeout: Duration::from_millis(raw.timeout_ms.unwrap_or(30_000)),
             max_timeout: Duration::from_millis(raw.max_timeout_ms.unwrap_or(300_000)),
             output_limit_bytes: raw.output_limit_bytes.unwrap_or(1024 * 1024),
+            reply_budget_bytes: raw.reply_budget_bytes.unwrap_or(40_000),
+            media_limit_bytes: raw.media_limit_bytes.unwrap_or(2 * 1024 * 1024),
             heap_limit_mb: raw.heap_limit_mb.unwrap_or(256),
             worker_memory_mb: raw.worker_memory_mb.unwrap_or(1536),
             max_concurrent_executions: raw.max_concurrent_executions.unwrap_or(4),
@@ -387,6 +399,12 @@ impl Settings {
         }
         if self.output_limit_bytes < 1024 {
             return invalid("output_limit_bytes", "must be at least 1024");
+        }
+        if self.reply_budget_bytes < 2048 {
+            return invalid(
+                "reply_budget_bytes",
+                "must be at least 2048 (room for a reply's own fields and the cut markers)",
+            );
         }
         if !(32..=16_384).contains(&self.heap_limit_mb) {
             return invalid("heap_limit_mb", "must be between 32 and 16384");

@@ -1,7 +1,8 @@
 //! `executeTypescript` and `executePython`: their schemas, their arguments, and the reply an
-//! execution becomes (`structuredContent` plus one readable text block; its call lists are
-//! bounded, see `broker::gate`: `toolCallsNotListed` and `toolCallSummaryRest` appear only when
-//! they are not empty). Running the code is the executor's.
+//! execution becomes: `structuredContent` plus one readable text block, within the reply budget
+//! (`budget`), then any media the code returned (`media`). Its call lists are bounded, see
+//! `broker::gate`: `toolCallsNotListed` and `toolCallSummaryRest` appear only when they are not
+//! empty. Running the code is the executor's.
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
@@ -12,8 +13,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::reply::object;
+use super::{budget, media};
 use crate::ask::ClientLine;
-use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
+use crate::executor::{ExecutionReport, ExecutionRequest, Executor, ReplyLimits};
 use crate::sandbox::proto::Language;
 
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
@@ -91,39 +93,40 @@ pub(super) async fn run(
             client: caller.client,
         })
         .await;
-    reply(report)
+    reply(report, executor.reply_limits())
 }
 
-/// The readable text of an execution: output, then the result or the error.
-fn text(report: &ExecutionReport) -> String {
-    let mut text = report.output.clone();
-    let mut add = |part: String| {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&part);
-    };
-    if let Some(result) = &report.result {
-        add(format!(
-            "Result: {}",
-            serde_json::to_string_pretty(result).unwrap_or_default()
-        ));
-    }
-    if let Some(error) = &report.error {
-        add(format!("Error: {error}"));
-    }
-    if text.is_empty() {
-        text.push_str("(no output)");
-    }
-    text
-}
-
-fn reply(report: ExecutionReport) -> CallToolResult {
-    let text = text(&report);
+/// The reply: media blocks taken out of the returned value (`media`), output, result and error
+/// fitted to the reply budget (`budget`), the report's other fields as they are.
+fn reply(mut report: ExecutionReport, limits: ReplyLimits) -> CallToolResult {
     let success = report.success;
-    let value = serde_json::to_value(&report).unwrap_or(Value::Null);
-    let mut result = CallToolResult::structured(value);
-    result.content = vec![ContentBlock::text(text)];
-    result.is_error = Some(!success);
-    result
+    let output = std::mem::take(&mut report.output);
+    let error = report.error.take();
+    let mut result = report.result.take();
+    // After the text block.
+    let media = match result.as_mut() {
+        Some(value) => media::take_blocks(value, limits.media_bytes, 1),
+        None => Vec::new(),
+    };
+    let frame = match serde_json::to_value(&report) {
+        Ok(Value::Object(mut map)) => {
+            for shown in ["output", "error", "result"] {
+                map.remove(shown);
+            }
+            map
+        }
+        _ => Default::default(),
+    };
+    let parts = budget::Parts {
+        output,
+        result,
+        error,
+    };
+    let (text, structured) = budget::fit(parts, frame, limits.budget_bytes);
+    let mut reply = CallToolResult::structured(structured);
+    reply.content = std::iter::once(ContentBlock::text(text))
+        .chain(media)
+        .collect();
+    reply.is_error = Some(!success);
+    reply
 }

@@ -7,11 +7,13 @@
 //! `input_required` rounds to a 2026-07-28 client: [`rounds`]), and turns every outcome into
 //! `structuredContent` plus one readable text block. It holds no policy of its own.
 
+mod budget;
 mod catalog;
 mod execute;
 pub mod guard;
 mod health;
 pub mod http;
+mod media;
 mod reply;
 mod rounds;
 
@@ -44,7 +46,7 @@ use rounds::{Next, Parked};
 /// How often a long execution reports progress, when the client asked for it.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
-const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back. Code may also use llm.ask(prompt) (the client's LLM), and listResources/readResource/listPrompts/getPrompt (allow mcp__<server>__@resources or @prompts).";
+const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back. Code may also use llm.ask(prompt) (the client's LLM), and listResources/readResource/listPrompts/getPrompt (allow mcp__<server>__@resources or @prompts). Replies are cut to about 40 KB: filter and summarise in code. Return image(bytes, 'image/png') to show an image.";
 
 /// The MCP server handler. Cheap to clone (one per HTTP session).
 #[derive(Clone)]

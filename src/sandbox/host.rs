@@ -511,6 +511,9 @@ impl WorkerProcess {
                     }
                     match proto::parse_worker_line(&line) {
                         Ok(WorkerMessage::Output { stream, text }) => output.push(stream, &text),
+                        Ok(WorkerMessage::OutputTail { text, skipped }) => {
+                            output.end_with(skipped, text)
+                        }
                         Ok(WorkerMessage::Call { id, request }) => {
                             let fut = calls.clone().handle(request);
                             pending.push(async move { (id, fut.await) });

@@ -15,7 +15,7 @@ use super::proto::{self, Stream};
 pub(crate) struct RunOutcome {
     pub success: bool,
     pub end: EndKind,
-    pub output: String,
+    pub output: CapturedOutput,
     pub value: Option<Value>,
     pub error: Option<String>,
     /// Peak resident memory of the worker, when it could be read.
@@ -185,12 +185,64 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Output of one execution, capped at a byte limit with a visible marker.
+/// The most of an output's end the host keeps once the output passed its limit (bytes).
+const TAIL_LIMIT: usize = 64 * 1024;
+
+/// Output of one execution as the host keeps it: its beginning (up to the output limit) and,
+/// when it went past the limit, how many bytes were cut and its end. How much of it a reply
+/// shows is the front's (`front::budget`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CapturedOutput {
+    pub head: String,
+    /// Bytes between `head` and `tail` the host did not keep; 0 when nothing was cut.
+    pub cut: u64,
+    pub tail: String,
+}
+
+impl CapturedOutput {
+    /// Output that was kept whole.
+    #[cfg(test)]
+    pub(crate) fn whole(text: impl Into<String>) -> Self {
+        CapturedOutput {
+            head: text.into(),
+            ..CapturedOutput::default()
+        }
+    }
+
+    /// The output as one text, with a marker where bytes were cut.
+    pub(crate) fn rendered(&self) -> String {
+        if self.cut == 0 {
+            return format!("{}{}", self.head, self.tail);
+        }
+        let mut text = self.head.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "[... {} bytes of output cut here ...]\n",
+            self.cut
+        ));
+        text.push_str(&self.tail);
+        text
+    }
+}
+
+impl serde::Serialize for CapturedOutput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.rendered())
+    }
+}
+
+/// Output of one execution as it arrives: the first `limit` bytes, then (from the worker, once
+/// the output is closed) its end and the bytes the worker never sent.
 #[derive(Debug)]
 pub(crate) struct OutputBuffer {
     text: String,
     limit: usize,
-    dropped: usize,
+    /// Bytes received past the limit and not kept.
+    dropped: u64,
+    /// The worker's `output_tail`: the bytes it did not send, and the newest output.
+    end: Option<(u64, String)>,
 }
 
 impl OutputBuffer {
@@ -199,10 +251,16 @@ impl OutputBuffer {
             text: String::new(),
             limit,
             dropped: 0,
+            end: None,
         }
     }
 
     pub(crate) fn push(&mut self, _stream: Stream, text: &str) {
+        if self.end.is_some() {
+            // Nothing follows the tail; a worker that sends more is only wasting its time.
+            self.dropped += text.len() as u64;
+            return;
+        }
         let room = self.limit.saturating_sub(self.text.len());
         if text.len() <= room && self.dropped == 0 {
             self.text.push_str(text);
@@ -210,22 +268,29 @@ impl OutputBuffer {
         }
         let kept = truncate(text, room);
         self.text.push_str(kept);
-        self.dropped += text.len() - kept.len();
+        self.dropped += (text.len() - kept.len()) as u64;
     }
 
-    pub(crate) fn finish(self) -> String {
-        let mut text = self.text;
-        if self.dropped > 0 {
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            // The worker stops sending once over the limit, so only the limit is known here.
-            text.push_str(&format!(
-                "[output truncated: the output exceeded the {}-byte limit]",
-                self.limit
-            ));
+    /// The worker's report of how its output ended (the tail past the limit and the bytes it
+    /// did not send before it). Only the first counts; at most [`TAIL_LIMIT`] bytes are kept.
+    pub(crate) fn end_with(&mut self, skipped: u64, text: String) {
+        if self.end.is_some() {
+            return;
         }
-        text
+        let mut start = text.len().saturating_sub(TAIL_LIMIT);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        self.end = Some((skipped + start as u64, text[start..].to_string()));
+    }
+
+    pub(crate) fn finish(self) -> CapturedOutput {
+        let (skipped, tail) = self.end.unwrap_or_default();
+        CapturedOutput {
+            head: self.text,
+            cut: self.dropped + skipped,
+            tail,
+        }
     }
 }
 
@@ -261,19 +326,39 @@ mod tests {
         out.push(Stream::Stdout, "12345");
         out.push(Stream::Stdout, "678901234");
         out.push(Stream::Stderr, "zz");
-        let text = out.finish();
+        let captured = out.finish();
+        assert_eq!(captured.head, "1234567890");
+        assert_eq!(captured.cut, 6);
         assert_eq!(
-            text,
-            "1234567890\n[output truncated: the output exceeded the 10-byte limit]"
+            captured.rendered(),
+            "1234567890\n[... 6 bytes of output cut here ...]\n"
         );
+    }
+
+    #[test]
+    fn the_end_of_closed_output_is_kept_with_what_was_skipped() {
+        let mut out = OutputBuffer::new(4);
+        out.push(Stream::Stdout, "abcdef");
+        out.end_with(100, "the end\n".into());
+        out.push(Stream::Stdout, "late");
+        let captured = out.finish();
+        assert_eq!(captured.head, "abcd");
+        assert_eq!(captured.cut, 2 + 100 + 4);
+        assert_eq!(captured.tail, "the end\n");
+        let mut big = OutputBuffer::new(4);
+        big.end_with(0, "é".repeat(TAIL_LIMIT));
+        let captured = big.finish();
+        assert!(captured.tail.len() <= TAIL_LIMIT);
+        assert_eq!(captured.cut as usize + captured.tail.len(), 2 * TAIL_LIMIT);
     }
 
     #[test]
     fn truncation_respects_utf8() {
         let mut out = OutputBuffer::new(4);
         out.push(Stream::Stdout, "aé€");
-        let text = out.finish();
-        assert!(text.starts_with("aé\n[output truncated"), "{text}");
+        let captured = out.finish();
+        assert_eq!(captured.head, "aé");
+        assert_eq!(captured.cut, 3);
     }
 
     #[test]

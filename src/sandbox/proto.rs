@@ -77,6 +77,12 @@ pub(crate) enum WorkerMessage {
         stream: Stream,
         text: String,
     },
+    /// The newest output of an execution whose output passed its limit, sent once before
+    /// `done`, and the bytes between the last `output` and it.
+    OutputTail {
+        text: String,
+        skipped: u64,
+    },
     Call {
         id: u64,
         request: HostRequest,
@@ -290,6 +296,15 @@ struct OutputFields {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputTailFields {
+    #[serde(rename = "stream")]
+    _stream: Stream,
+    text: String,
+    skipped: u64,
+}
+
+#[derive(Deserialize)]
 struct CallFields {
     id: u64,
     method: String,
@@ -374,6 +389,13 @@ pub(crate) fn parse_worker_line(line: &str) -> Result<WorkerMessage, ProtocolErr
             Ok(WorkerMessage::Output {
                 stream: f.stream,
                 text: f.text,
+            })
+        }
+        "output_tail" => {
+            let f: OutputTailFields = fields("output_tail", rest)?;
+            Ok(WorkerMessage::OutputTail {
+                text: f.text,
+                skipped: f.skipped,
             })
         }
         "call" => {
@@ -504,6 +526,15 @@ mod tests {
             Ok(WorkerMessage::Output {
                 stream: Stream::Stderr,
                 text: "x\n".into()
+            })
+        );
+        assert_eq!(
+            parse_worker_line(
+                r#"{"v":1,"type":"output_tail","stream":"stdout","text":"end\n","skipped":9}"#
+            ),
+            Ok(WorkerMessage::OutputTail {
+                text: "end\n".into(),
+                skipped: 9
             })
         );
         assert_eq!(

@@ -33,6 +33,7 @@ const D = globalThis.Deno;
 const JSONStringify = JSON.stringify;
 const JSONParse = JSON.parse;
 const ObjectDefineProperty = Object.defineProperty;
+const ObjectFreeze = Object.freeze;
 const ObjectGetOwnPropertySymbols = Object.getOwnPropertySymbols;
 const ReflectApply = Reflect.apply;
 const ReflectConstruct = Reflect.construct;
@@ -77,6 +78,7 @@ const clearIntervalPrivate = (...args) => ReflectApply(timersPrivate.clearInterv
 const MessageChannelCtor = globalThis.MessageChannel;
 const performanceNow = performance.now.bind(performance);
 const btoaPrivate = globalThis.btoa;
+const atobPrivate = globalThis.atob;
 const addEventListenerPrivate = globalThis.addEventListener.bind(globalThis);
 const U8ToBase64 = typeof Uint8Array.prototype.toBase64 === "function" ? Uint8Array.prototype.toBase64 : null;
 

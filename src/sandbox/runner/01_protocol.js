@@ -18,6 +18,11 @@ const DEFAULT_OUTPUT_LIMIT = 1024 * 1024;
  * (the host caps at the limit and adds its own truncation marker).
  */
 const OUTPUT_OVERSHOOT = 64;
+/**
+ * Past `outputLimit`, the newest output kept (UTF-16 units) and sent once as `output_tail` when
+ * the execution ends, so that the reply can show how the output ended as well as how it began.
+ */
+const OUTPUT_TAIL_CHARS = 16 * 1024;
 
 /**
  * Sends one already-serialised message line (without the trailing newline) to the supervisor,

@@ -39,7 +39,11 @@ function truncateUtf8(s, maxBytes) {
 }
 
 function base64Utf8(s) {
-  const bytes = encodeUtf8(s);
+  return base64Bytes(encodeUtf8(s));
+}
+
+/** @param {Uint8Array} bytes */
+function base64Bytes(bytes) {
   if (U8ToBase64 !== null) return ReflectApply(U8ToBase64, bytes, []);
   let bin = "";
   for (let i = 0; i < bytes.length; i += 0x8000) {

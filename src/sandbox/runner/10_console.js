@@ -9,6 +9,10 @@
 let outputLimit = DEFAULT_OUTPUT_LIMIT;
 let outputSent = 0;
 let outputClosed = false;
+/** Once the output is closed: its newest text, what stream that came from and the bytes not sent. */
+let outputTail = "";
+let outputTailStream = "stdout";
+let outputUnsent = 0;
 let groupIndent = "";
 
 /**
@@ -24,11 +28,17 @@ function emitOutput(stream, text) {
     if (text.length > 0) diag(`${stream} before execute: ${truncateUtf8(text, 4096)}`);
     return;
   }
-  if (finished || outputClosed || text.length === 0) return;
+  if (finished || text.length === 0) return;
+  if (outputClosed) {
+    keepTail(stream, text);
+    return;
+  }
   const remaining = outputLimit - outputSent;
   let bytes = utf8Length(text);
   if (bytes > remaining) {
-    text = truncateUtf8(text, Math.max(0, remaining) + OUTPUT_OVERSHOOT);
+    const sent = truncateUtf8(text, Math.max(0, remaining) + OUTPUT_OVERSHOOT);
+    keepTail(stream, text.slice(sent.length));
+    text = sent;
     bytes = utf8Length(text);
     outputClosed = true;
   }
@@ -43,6 +53,32 @@ function emitOutput(stream, text) {
     text = text.slice(piece.length);
     if (text.length > 0) bytes = utf8Length(text);
   }
+}
+
+/** Keeps the newest `OUTPUT_TAIL_CHARS` of output the budget closed, counting what it drops. */
+function keepTail(stream, text) {
+  if (text.length === 0) return;
+  outputUnsent += utf8Length(text);
+  outputTailStream = stream;
+  outputTail = outputTail.length + text.length <= OUTPUT_TAIL_CHARS
+    ? outputTail + text
+    : (outputTail + text.slice(-OUTPUT_TAIL_CHARS)).slice(-OUTPUT_TAIL_CHARS);
+  // Never begin with the second half of a surrogate pair.
+  const first = outputTail.charCodeAt(0);
+  if (first >= 0xdc00 && first <= 0xdfff) outputTail = outputTail.slice(1);
+}
+
+/**
+ * Sends the kept tail of closed output (once, before `done`): `skipped` is the bytes between
+ * what was sent and the tail.
+ */
+function flushOutputTail() {
+  if (!outputClosed || outputUnsent === 0) return;
+  const text = outputTail;
+  const skipped = outputUnsent - utf8Length(text);
+  outputTail = "";
+  outputUnsent = 0;
+  send({ type: "output_tail", stream: outputTailStream, text, skipped });
 }
 
 /** Applies the current `console.group` indentation to every line of `text`. */

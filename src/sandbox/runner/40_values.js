@@ -1,6 +1,7 @@
 // 40_values.js: errors and values: cleaning stack traces and code frames of user code
-// (`cleanErrorText`, `currentModuleMapper`), `describeError`, `valueToJson`. Relies on 01, 02,
-// `inspectValue` (10) and `WRAPPER_PREFIX` (31).
+// (`cleanErrorText`, `currentModuleMapper`), `describeError`, `valueToJson`, and `image` (an
+// image content block code can return). Relies on 01, 02, `inspectValue` (10) and
+// `WRAPPER_PREFIX` (31).
 
 // ---------------------------------------------------------------------------------------------
 // Errors and values
@@ -126,4 +127,40 @@ function valueToJson(v) {
   }
   if (json === undefined) json = toJson(inspectValue(v));
   return json;
+}
+
+const IMAGE_MIME_RE = /^image\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/;
+
+/**
+ * `image(bytes, mimeType = "image/png")`: an image content block. Returned (alone, in an array or
+ * an object), it reaches the client as an image rather than as text.
+ * @param {Uint8Array | ArrayBuffer | ArrayBufferView | string} bytes the image, or its base64
+ * @param {string} [mimeType]
+ */
+function image(bytes, mimeType = "image/png") {
+  if (typeof mimeType !== "string" || !IMAGE_MIME_RE.test(mimeType)) {
+    throw new TypeError(`image: mimeType must be an image type such as "image/png", not ${inspectValue(mimeType)}`);
+  }
+  let data;
+  if (typeof bytes === "string") {
+    let binary;
+    try {
+      binary = atobPrivate(bytes);
+    } catch {
+      throw new TypeError("image: a string must be the image's base64");
+    }
+    // Written again in the strict form the host checks.
+    const decoded = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) decoded[i] = binary.charCodeAt(i);
+    data = base64Bytes(decoded);
+  } else if (bytes instanceof Uint8Array) {
+    data = base64Bytes(bytes);
+  } else if (bytes instanceof ArrayBuffer) {
+    data = base64Bytes(new Uint8Array(bytes));
+  } else if (ArrayBuffer.isView(bytes)) {
+    data = base64Bytes(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  } else {
+    throw new TypeError("image: bytes must be a Uint8Array, an ArrayBuffer or a base64 string");
+  }
+  return ObjectFreeze({ type: "image", data, mimeType });
 }

@@ -25,6 +25,7 @@ class ExitSignal {
 
 function finishOk(value) {
   if (finished) return;
+  flushOutputTail();
   let json;
   try {
     json = valueToJson(value);
@@ -54,6 +55,7 @@ function finishOk(value) {
 
 function finishError(e) {
   if (finished) return;
+  flushOutputTail();
   let error;
   if (e instanceof ExitSignal) {
     if (e.code === 0) {

@@ -15,7 +15,7 @@
  * below) in each worker.
  */
 const PY_PRELUDE = String.raw`
-import builtins, json, linecache, math, re, sys, traceback, types
+import base64, builtins, json, linecache, math, re, sys, traceback, types
 from collections.abc import Mapping
 from pyodide.code import eval_code_async
 from pyodide.ffi import JsException, JsProxy
@@ -151,11 +151,27 @@ async def get_prompt(name, args=None):
         raise TypeError(f"get_prompt: args must be a dict, not {type(args).__name__}")
     return await _call("getPrompt", {"name": _str(name, "name", "get_prompt"), "args": dict(args)})
 
+_IMAGE_MIME = re.compile(r"image/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*")
+
+def image(data, mime_type="image/png"):
+    "An image content block (bytes, or their base64): returned, it reaches the client as an image."
+    if not isinstance(mime_type, str) or not _IMAGE_MIME.fullmatch(mime_type):
+        raise TypeError(f'image: mime_type must be an image type such as "image/png", not {mime_type!r}')
+    if isinstance(data, str):
+        try:
+            data = base64.b64decode(data, validate=True)
+        except ValueError:
+            raise TypeError("image: a string must be the image's base64") from None
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"image: data must be bytes or a base64 string, not {type(data).__name__}")
+    return {"type": "image", "data": base64.b64encode(bytes(data)).decode("ascii"), "mimeType": mime_type}
+
 API = {"call_mcp_tool": call_mcp_tool, "search_tools": search_tools, "get_tool_schema": get_tool_schema,
        "list_servers": list_servers, "ToolCallError": ToolCallError,
        "callMCPTool": call_mcp_tool, "searchTools": search_tools, "getToolSchema": get_tool_schema,
        "listServers": list_servers, "llm": llm, "list_resources": list_resources,
-       "read_resource": read_resource, "list_prompts": list_prompts, "get_prompt": get_prompt}
+       "read_resource": read_resource, "list_prompts": list_prompts, "get_prompt": get_prompt,
+       "image": image}
 
 def _jsonable(v, depth=0, seen=None):
     "JSON-safe copy: dict/list/tuple/str/int/float/bool/None as such, anything else as repr."
