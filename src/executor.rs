@@ -31,7 +31,7 @@ use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
-use crate::sandbox::outcome::CapturedOutput;
+use crate::sandbox::outcome::{CapturedOutput, EndKind};
 use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::upstream::UpstreamPool;
@@ -50,6 +50,19 @@ pub(crate) struct ExecutionRequest {
     /// The client, for the questions the execution asks it (sampling, approvals, relayed
     /// questions of downstream servers).
     pub client: Arc<ClientLine>,
+    /// Set when it runs as an MCP task (see `front::tasks`): a longer cap on its timeout, and
+    /// a time by which it ends whatever held it up.
+    pub task: Option<TaskTime>,
+}
+
+/// The time of an execution run as a task.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TaskTime {
+    /// The longest `timeoutMs` it may ask for (`task_max_ms`, instead of `max_timeout_ms`).
+    pub longest: Duration,
+    /// When it is stopped, whatever held it up: the queue, or answers awaited from the client
+    /// (which its timeout does not count).
+    pub ends_by: Instant,
 }
 
 /// What the client gets back (the `structuredContent` of an execution).
@@ -270,6 +283,11 @@ impl Executor {
         report
     }
 
+    /// The settings executions run with.
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// How long the client's answer to a question is waited for.
     pub(crate) fn ask_timeout(&self) -> Duration {
         self.settings.ask_timeout
@@ -329,11 +347,15 @@ impl Executor {
             Ok(list) => list,
             Err(e) => return fail(format!("allowedTools: {e}")),
         };
+        let longest = request
+            .task
+            .map_or(self.settings.max_timeout, |task| task.longest);
         let timeout = match request.timeout_ms {
             Some(0) => return fail("timeoutMs must be positive".into()),
-            Some(ms) => Duration::from_millis(ms).min(self.settings.max_timeout),
+            Some(ms) => Duration::from_millis(ms).min(longest),
             None => self.settings.default_timeout,
         };
+        let ends_by = request.task.map(|task| task.ends_by);
         let _permit = tokio::select! {
             permit = self.admit() => match permit {
                 Ok(permit) => permit,
@@ -341,6 +363,9 @@ impl Executor {
             },
             () = request.cancel.cancelled() => {
                 return fail("execution cancelled by the client before it started".into());
+            }
+            () = until(ends_by) => {
+                return fail(task_time_out(longest, "while it waited for an execution slot"));
             }
         };
         self.running.inc();
@@ -384,18 +409,29 @@ impl Executor {
                 stop.clone(),
             ),
         });
-        let mut outcome = process
-            .run(
-                number,
-                &request.code,
-                timeout,
-                self.settings.output_limit_bytes,
-                host.clone(),
-                stop,
-            )
-            .await;
+        let run = process.run(
+            number,
+            &request.code,
+            timeout,
+            self.settings.output_limit_bytes,
+            host.clone(),
+            stop.clone(),
+        );
+        tokio::pin!(run);
+        let (mut outcome, out_of_time) = tokio::select! {
+            outcome = &mut run => (outcome, false),
+            () = until(ends_by) => {
+                stop.cancel();
+                (run.await, true)
+            }
+        };
         let mut end = outcome.end.as_str();
-        if host.calls.stopped_by_budget() && !request.cancel.is_cancelled() {
+        // Stopped for its time (not ended just then on its own, nor cancelled by the client).
+        if out_of_time && outcome.end == EndKind::Cancelled && !request.cancel.is_cancelled() {
+            end = "timeout";
+            outcome.success = false;
+            outcome.error = Some(task_time_out(longest, "and was stopped"));
+        } else if host.calls.stopped_by_budget() && !request.cancel.is_cancelled() {
             end = "host_call_limit";
             outcome.success = false;
             outcome.error = Some(format!(
@@ -478,6 +514,22 @@ fn servers_named<'a>(
                 && reach.may_start(server)
         })
         .collect()
+}
+
+/// Waits until `at`, or forever without one.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The error of a task that reached its time.
+fn task_time_out(longest: Duration, what: &str) -> String {
+    format!(
+        "the task reached its limit of {} ms (task_max_ms, counted from its start, time in the queue and waiting for answers included) {what}",
+        longest.as_millis()
+    )
 }
 
 /// Runs a closure when dropped.

@@ -188,6 +188,16 @@ pub(crate) struct RawSettings {
     /// Roots offered to downstream servers (`file://` URIs); with none, no roots capability is
     /// declared to them. Default: none.
     pub roots: Option<Vec<String>>,
+    /// The longest an execution run as an MCP task may take, in ms: its `timeoutMs` may ask up
+    /// to this (instead of `max_timeout_ms`), and the task is stopped this long after it began,
+    /// time in the queue and waiting for the client's answers included. Default 3600000.
+    pub task_max_ms: Option<u64>,
+    /// How long a finished task's result is kept for `tasks/get`, in ms. Default 600000.
+    pub task_ttl_ms: Option<u64>,
+    /// Tasks one client session may hold, running or finished and kept; at the limit the
+    /// oldest finished one is dropped, and a call is refused when all are running. 0 turns
+    /// tasks off. Default 16.
+    pub max_tasks_per_session: Option<usize>,
 }
 
 /// Validated settings with every default applied.
@@ -238,6 +248,9 @@ pub struct Settings {
     pub sampling_tokens_per_execution: u64,
     pub elicitations_per_execution: u32,
     pub roots: Vec<String>,
+    pub task_max: Duration,
+    pub task_ttl: Duration,
+    pub max_tasks_per_session: usize,
     /// The settings file that was read, if any.
     pub source: Option<PathBuf>,
 }
@@ -372,6 +385,9 @@ impl Settings {
             sampling_tokens_per_execution: raw.sampling_tokens_per_execution.unwrap_or(20_000),
             elicitations_per_execution: raw.elicitations_per_execution.unwrap_or(10),
             roots: raw.roots.unwrap_or_default(),
+            task_max: Duration::from_millis(raw.task_max_ms.unwrap_or(3_600_000)),
+            task_ttl: Duration::from_millis(raw.task_ttl_ms.unwrap_or(600_000)),
+            max_tasks_per_session: raw.max_tasks_per_session.unwrap_or(16),
             source,
         };
         settings.check()?;
@@ -441,6 +457,12 @@ impl Settings {
         }
         if self.ask_timeout.is_zero() {
             return invalid("ask_timeout_ms", "must be positive");
+        }
+        if self.task_max < self.max_timeout {
+            return invalid("task_max_ms", "must be at least max_timeout_ms");
+        }
+        if self.task_ttl < Duration::from_secs(1) {
+            return invalid("task_ttl_ms", "must be at least 1000");
         }
         if let Some(root) = self.roots.iter().find(|r| !r.starts_with("file://")) {
             return invalid("roots", &format!("`{root}` is not a file:// URI"));
@@ -674,6 +696,23 @@ mod tests {
             );
             Ok(())
         });
+    }
+
+    #[test]
+    fn tasks_run_at_least_as_long_as_calls() {
+        let s = Settings::validate(RawSettings::default(), None).unwrap();
+        assert_eq!(s.task_max, Duration::from_secs(3600));
+        assert_eq!(s.task_ttl, Duration::from_secs(600));
+        assert_eq!(s.max_tasks_per_session, 16);
+        let raw = RawSettings {
+            task_max_ms: Some(60_000),
+            ..Default::default()
+        };
+        let err = Settings::validate(raw, None).unwrap_err().to_string();
+        assert!(
+            err.contains("task_max_ms") && err.contains("max_timeout_ms"),
+            "{err}"
+        );
     }
 
     #[test]

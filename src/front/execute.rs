@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::reply::object;
 use super::{budget, media};
 use crate::ask::ClientLine;
-use crate::executor::{ExecutionReport, ExecutionRequest, Executor, ReplyLimits};
+use crate::executor::{ExecutionReport, ExecutionRequest, Executor, ReplyLimits, TaskTime};
 use crate::sandbox::proto::Language;
 
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
@@ -73,6 +73,8 @@ pub(super) struct CallerContext {
     pub session: String,
     pub cancel: CancellationToken,
     pub client: Arc<ClientLine>,
+    /// Set when the call runs as a task.
+    pub task: Option<TaskTime>,
 }
 
 /// Runs the code for the caller and turns the report into the reply.
@@ -91,6 +93,7 @@ pub(super) async fn run(
             session: caller.session,
             cancel: caller.cancel,
             client: caller.client,
+            task: caller.task,
         })
         .await;
     reply(report, executor.reply_limits())

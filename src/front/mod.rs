@@ -16,6 +16,7 @@ pub mod http;
 mod media;
 mod reply;
 mod rounds;
+mod tasks;
 
 pub(crate) use health::RuntimeInfo;
 
@@ -23,9 +24,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -36,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::ClientLine;
 use crate::ask::client::{Offered, Question};
-use crate::executor::Executor;
+use crate::executor::{Executor, TaskTime};
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
 use crate::upstream::UpstreamPool;
@@ -61,6 +62,8 @@ pub struct Front {
     started: Instant,
     /// Calls waiting for their client's answers (protocol 2026-07-28), shared by every request.
     parked: Arc<Parked>,
+    /// Executions run as MCP tasks, shared by every request.
+    tasks: Arc<tasks::Tasks>,
 }
 
 /// Who is calling: the client session (for rate limits and audit) and the request's
@@ -71,6 +74,8 @@ struct Caller {
     cancel: CancellationToken,
     /// The line back to the client, for the questions an execution asks it.
     client: Arc<ClientLine>,
+    /// Set when the call runs as a task.
+    task: Option<TaskTime>,
 }
 
 /// The session a request belongs to, for rate limits and audit records: over stdio the one
@@ -105,6 +110,7 @@ impl Front {
         audit: bool,
         runtime: RuntimeInfo,
     ) -> Self {
+        let tasks = tasks::Tasks::new(tasks::TaskLimits::of(executor.settings()));
         Front {
             executor,
             upstream,
@@ -114,6 +120,7 @@ impl Front {
             tools: Arc::new(all_tools()),
             started: Instant::now(),
             parked: Arc::default(),
+            tasks: Arc::new(tasks),
         }
     }
 
@@ -136,6 +143,7 @@ impl Front {
                     session: caller.session.clone(),
                     cancel: caller.cancel.clone(),
                     client: caller.client.clone(),
+                    task: caller.task,
                 };
                 Ok(execute::run(&self.executor, language, args, context).await)
             }
@@ -182,6 +190,7 @@ impl Front {
             session: session.clone(),
             cancel: cancel.clone(),
             client: Arc::new(client),
+            task: None,
         };
         let front = self.clone();
         let name = request.name.to_string();
@@ -247,7 +256,8 @@ fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
 
 impl ServerHandler for Front {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        ServerConfig::new(self.tasks.declare(capabilities))
             .with_server_info(Implementation::new(
                 "code-executor",
                 env!("CARGO_PKG_VERSION"),
@@ -284,6 +294,9 @@ impl ServerHandler for Front {
                         return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
                     }
                 }
+            }
+            None if self.tasks.may_take(&request.name, &context) => {
+                return Ok(self.call_as_task(request, &context, session).await);
             }
             None => self.start_call(request, &context, session),
         };
@@ -330,6 +343,32 @@ impl ServerHandler for Front {
             "front: call answered"
         );
         Ok(result.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id, &session_of(&context))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let session = session_of(&context);
+        self.tasks
+            .update(&request.task_id, &session, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id, &session_of(&context))
     }
 }
 
