@@ -31,8 +31,10 @@ use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
+use crate::sandbox::outcome::OutputBuffer;
 use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
+use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 
 /// What the client asked to run.
@@ -49,6 +51,8 @@ pub(crate) struct ExecutionRequest {
     /// The client, for the questions the execution asks it (sampling, approvals, relayed
     /// questions of downstream servers).
     pub client: Arc<ClientLine>,
+    /// Where what the code prints also goes while it runs (the front reports it live).
+    pub live: Arc<OutputTap>,
 }
 
 /// What the client gets back (the `structuredContent` of an execution).
@@ -373,7 +377,7 @@ impl Executor {
                 number,
                 &request.code,
                 timeout,
-                self.settings.output_limit_bytes,
+                OutputBuffer::new(self.settings.output_limit_bytes).tapped(request.live.clone()),
                 host.clone(),
                 stop,
             )

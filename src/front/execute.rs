@@ -15,6 +15,7 @@ use super::reply::object;
 use crate::ask::ClientLine;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor};
 use crate::sandbox::proto::Language;
+use crate::sandbox::tap::OutputTap;
 
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
 pub(super) const PYTHON: &str = "executePython";
@@ -65,12 +66,13 @@ pub(super) fn tools() -> [Tool; 2] {
     ]
 }
 
-/// Who an execution runs for: the client session, the request's cancellation and the line
-/// back to the client.
+/// Who an execution runs for: the client session, the request's cancellation, the line
+/// back to the client and the tap its output is reported live from.
 pub(super) struct CallerContext {
     pub session: String,
     pub cancel: CancellationToken,
     pub client: Arc<ClientLine>,
+    pub live: Arc<OutputTap>,
 }
 
 /// Runs the code for the caller and turns the report into the reply.
@@ -89,6 +91,7 @@ pub(super) async fn run(
             session: caller.session,
             cancel: caller.cancel,
             client: caller.client,
+            live: caller.live,
         })
         .await;
     reply(report)

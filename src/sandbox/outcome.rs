@@ -4,11 +4,13 @@
 //! deadline a run is held to (`within_deadline`: it does not count the time spent waiting for
 //! answers). No processes.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::proto::{self, Stream};
+use super::tap::OutputTap;
 
 /// The result of one run.
 #[derive(Debug, Clone)]
@@ -185,12 +187,14 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Output of one execution, capped at a byte limit with a visible marker.
+/// Output of one execution, capped at a byte limit with a visible marker; what it keeps also
+/// goes to the execution's live tap, when it has one.
 #[derive(Debug)]
 pub(crate) struct OutputBuffer {
     text: String,
     limit: usize,
     dropped: usize,
+    tap: Option<Arc<OutputTap>>,
 }
 
 impl OutputBuffer {
@@ -199,18 +203,34 @@ impl OutputBuffer {
             text: String::new(),
             limit,
             dropped: 0,
+            tap: None,
         }
     }
 
-    pub(crate) fn push(&mut self, _stream: Stream, text: &str) {
+    /// The same buffer, also writing what it keeps to `tap`.
+    pub(crate) fn tapped(mut self, tap: Arc<OutputTap>) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// Its byte limit.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub(crate) fn push(&mut self, stream: Stream, text: &str) {
         let room = self.limit.saturating_sub(self.text.len());
-        if text.len() <= room && self.dropped == 0 {
-            self.text.push_str(text);
-            return;
-        }
-        let kept = truncate(text, room);
+        let kept = if text.len() <= room && self.dropped == 0 {
+            text
+        } else {
+            let kept = truncate(text, room);
+            self.dropped += text.len() - kept.len();
+            kept
+        };
         self.text.push_str(kept);
-        self.dropped += text.len() - kept.len();
+        if let Some(tap) = &self.tap {
+            tap.push(stream, kept);
+        }
     }
 
     pub(crate) fn finish(self) -> String {
@@ -274,6 +294,29 @@ mod tests {
         out.push(Stream::Stdout, "aé€");
         let text = out.finish();
         assert!(text.starts_with("aé\n[output truncated"), "{text}");
+    }
+
+    #[test]
+    fn the_tap_gets_what_the_buffer_keeps() {
+        let tap = Arc::new(OutputTap::new());
+        let mut out = OutputBuffer::new(12).tapped(tap.clone());
+        out.push(Stream::Stdout, "first\n");
+        out.push(Stream::Stderr, "second\nthird\n");
+        let first = tap.take();
+        assert_eq!(first.lines.len(), 1);
+        assert_eq!(
+            (first.lines[0].stream, first.lines[0].text.as_str()),
+            (Stream::Stdout, "first")
+        );
+        // What is cut never reaches the tap: "second" (its newline cut) is an unfinished line,
+        // taken at the take after the one that saw it.
+        let rest = tap.take();
+        assert_eq!(rest.lines.len(), 1);
+        assert_eq!(
+            (rest.lines[0].stream, rest.lines[0].text.as_str()),
+            (Stream::Stderr, "second")
+        );
+        assert!(out.finish().starts_with("first\nsecond\n[output truncated"));
     }
 
     #[test]
