@@ -31,9 +31,10 @@ use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
-use crate::sandbox::outcome::{CapturedOutput, EndKind};
+use crate::sandbox::outcome::{CapturedOutput, EndKind, OutputBuffer};
 use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
+use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 
 /// What the client asked to run.
@@ -53,6 +54,8 @@ pub(crate) struct ExecutionRequest {
     /// Set when it runs as an MCP task (see `front::tasks`): a longer cap on its timeout, and
     /// a time by which it ends whatever held it up.
     pub task: Option<TaskTime>,
+    /// Where what the code prints also goes while it runs (the front reports it live).
+    pub live: Arc<OutputTap>,
 }
 
 /// The time of an execution run as a task.
@@ -413,7 +416,7 @@ impl Executor {
             number,
             &request.code,
             timeout,
-            self.settings.output_limit_bytes,
+            OutputBuffer::new(self.settings.output_limit_bytes).tapped(request.live.clone()),
             host.clone(),
             stop.clone(),
         );

@@ -17,6 +17,7 @@ use super::{budget, media};
 use crate::ask::ClientLine;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor, ReplyLimits, TaskTime};
 use crate::sandbox::proto::Language;
+use crate::sandbox::tap::OutputTap;
 
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
 pub(super) const PYTHON: &str = "executePython";
@@ -67,14 +68,15 @@ pub(super) fn tools() -> [Tool; 2] {
     ]
 }
 
-/// Who an execution runs for: the client session, the request's cancellation and the line
-/// back to the client.
+/// Who an execution runs for: the client session, the request's cancellation, the line
+/// back to the client and the tap its output is reported live from.
 pub(super) struct CallerContext {
     pub session: String,
     pub cancel: CancellationToken,
     pub client: Arc<ClientLine>,
     /// Set when the call runs as a task.
     pub task: Option<TaskTime>,
+    pub live: Arc<OutputTap>,
 }
 
 /// Runs the code for the caller and turns the report into the reply.
@@ -94,6 +96,7 @@ pub(super) async fn run(
             cancel: caller.cancel,
             client: caller.client,
             task: caller.task,
+            live: caller.live,
         })
         .await;
     reply(report, executor.reply_limits())

@@ -2,10 +2,11 @@
 //! ([`http`], its connections accepted by [`guard`]). Each tool's schema sits next to its
 //! handler: `execute` (`executeTypescript`, `executePython`), `catalog` (`searchTools`,
 //! `getToolSchema`, `listServers`) and `health`. This module routes a call to its handler,
-//! parses its arguments, reports progress, turns a client's cancellation into the execution's,
-//! gives each call its line back to the client (requests to a handshake-era client over stdio,
-//! `input_required` rounds to a 2026-07-28 client: [`rounds`]), and turns every outcome into
-//! `structuredContent` plus one readable text block. It holds no policy of its own.
+//! parses its arguments, reports what a call prints while it runs ([`live`]), turns a client's
+//! cancellation into the execution's, gives each call its line back to the client (requests to a
+//! handshake-era client over stdio, `input_required` rounds to a 2026-07-28 client: [`rounds`]),
+//! and turns every outcome into `structuredContent` plus one readable text block. It holds no
+//! policy of its own.
 
 mod budget;
 mod catalog;
@@ -13,6 +14,7 @@ mod execute;
 pub mod guard;
 mod health;
 pub mod http;
+mod live;
 mod media;
 mod reply;
 mod rounds;
@@ -21,12 +23,12 @@ mod tasks;
 pub(crate) use health::RuntimeInfo;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
     GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -40,12 +42,10 @@ use crate::ask::client::{Offered, Question};
 use crate::executor::{Executor, TaskTime};
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
+use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 use reply::NoArgs;
 use rounds::{Next, Parked};
-
-/// How often a long execution reports progress, when the client asked for it.
-const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back. Code may also use llm.ask(prompt) (the client's LLM), and listResources/readResource/listPrompts/getPrompt (allow mcp__<server>__@resources or @prompts). Replies are cut to about 40 KB: filter and summarise in code. Return image(bytes, 'image/png') to show an image.";
 
@@ -64,6 +64,8 @@ pub struct Front {
     parked: Arc<Parked>,
     /// Executions run as MCP tasks, shared by every request.
     tasks: Arc<tasks::Tasks>,
+    /// The log levels client sessions set (`logging/setLevel`), for live output.
+    levels: Arc<live::Levels>,
 }
 
 /// Who is calling: the client session (for rate limits and audit) and the request's
@@ -76,6 +78,8 @@ struct Caller {
     client: Arc<ClientLine>,
     /// Set when the call runs as a task.
     task: Option<TaskTime>,
+    /// Where the output of the call's code is read live from.
+    live: Arc<OutputTap>,
 }
 
 /// The session a request belongs to, for rate limits and audit records: over stdio the one
@@ -121,6 +125,7 @@ impl Front {
             started: Instant::now(),
             parked: Arc::default(),
             tasks: Arc::new(tasks),
+            levels: Arc::default(),
         }
     }
 
@@ -144,6 +149,7 @@ impl Front {
                     cancel: caller.cancel.clone(),
                     client: caller.client.clone(),
                     task: caller.task,
+                    live: caller.live.clone(),
                 };
                 Ok(execute::run(&self.executor, language, args, context).await)
             }
@@ -186,11 +192,13 @@ impl Front {
         // Not the request's token: a call that asks its client outlives the request.
         let cancel = CancellationToken::new();
         let (client, questions) = self.client_line(&session, context);
+        let live = Arc::new(OutputTap::new());
         let caller = Caller {
             session: session.clone(),
             cancel: cancel.clone(),
             client: Arc::new(client),
             task: None,
+            live: live.clone(),
         };
         let front = self.clone();
         let name = request.name.to_string();
@@ -203,6 +211,7 @@ impl Front {
             questions,
             owed: Default::default(),
             cancel,
+            live,
         }
     }
 
@@ -255,8 +264,13 @@ fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
 }
 
 impl ServerHandler for Front {
+    // The `logging` capability (live output as log messages) is deprecated as of 2026-07-28.
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
         ServerConfig::new(self.tasks.declare(capabilities))
             .with_server_info(Implementation::new(
                 "code-executor",
@@ -281,6 +295,7 @@ impl ServerHandler for Front {
         let received = Instant::now();
         tracing::debug!(tool = %request.name, "front: call received");
         let session = session_of(&context);
+        let level = self.levels.for_request(&session, &context);
         let call = match &request.request_state {
             // The retry of a call that asked its client (protocol 2026-07-28).
             Some(state) => {
@@ -303,36 +318,13 @@ impl ServerHandler for Front {
         // The call runs in its own task, so that when this future is dropped (an HTTP client
         // that disconnects) the execution still sees a cancellation, kills its isolate and
         // leaves its audit record, instead of vanishing mid-way.
+        let output = call.live.clone();
         let drive = self
             .parked
             .drive(call, context.ct.clone(), self.executor.ask_timeout());
-        let next = match context.meta.get_progress_token() {
-            Some(token) => {
-                // Report progress (seconds elapsed) until the call returns.
-                let peer = context.peer.clone();
-                let started = Instant::now();
-                let ticker = async move {
-                    let mut tick = tokio::time::interval(PROGRESS_EVERY);
-                    tick.tick().await;
-                    loop {
-                        tick.tick().await;
-                        let seconds = started.elapsed().as_secs();
-                        let mut param =
-                            ProgressNotificationParam::new(token.clone(), seconds as f64);
-                        param.message = Some(format!("running for {seconds} s"));
-                        if peer.notify_progress(param).await.is_err() {
-                            // The client is gone: no more progress; the call ends on its own.
-                            std::future::pending::<()>().await;
-                        }
-                    }
-                };
-                tokio::select! {
-                    next = drive => next,
-                    () = ticker => unreachable!("the ticker never ends"),
-                }
-            }
-            None => drive.await,
-        };
+        // The output the code prints, live, to a client that asked for progress or set a log
+        // level (and a heartbeat while it prints nothing), until the call returns.
+        let next = live::report(drive, &context, level, output).await;
         let result = match next {
             Next::Asks(input) => return Ok(CallToolResponse::InputRequired(input)),
             Next::Done(Ok(result)) => result,
@@ -369,6 +361,18 @@ impl ServerHandler for Front {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.tasks.cancel(&request.task_id, &session_of(&context))
+    }
+
+    /// `logging/setLevel`: the level of the log messages (live output) this client session gets
+    /// from now on. Deprecated as of protocol 2026-07-28, whose requests carry their own level.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.levels.set(&session_of(&context), request.level);
+        Ok(())
     }
 }
 

@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::client::Question;
+use crate::sandbox::tap::OutputTap;
 
 /// How long a parked call waits for the client's retry beyond the time a question is waited
 /// for (after which its question has failed anyway).
@@ -38,6 +39,8 @@ pub(super) struct Call {
     pub owed: HashMap<String, oneshot::Sender<serde_json::Value>>,
     /// Ends the execution (a client that cancels, a call nobody comes back for).
     pub cancel: CancellationToken,
+    /// What the call's code prints, read live by each request that waits for it.
+    pub live: Arc<OutputTap>,
 }
 
 /// What a call came to for now.
@@ -167,6 +170,7 @@ mod tests {
             questions: receiver,
             owed: HashMap::new(),
             cancel: CancellationToken::new(),
+            live: Arc::default(),
         };
         (call, questions)
     }

@@ -38,6 +38,7 @@ use crate::ask::ClientLine;
 use crate::ask::client::{Offered, Question};
 use crate::config::settings::Settings;
 use crate::executor::TaskTime;
+use crate::sandbox::tap::OutputTap;
 
 /// How long a call that could become a task is waited for before it becomes one: a short
 /// execution still answers in the request, without polling.
@@ -392,6 +393,8 @@ impl Front {
                 longest: limits.longest,
                 ends_by: started + limits.longest,
             }),
+            // A task reports no live output (clients poll `tasks/get`); the tap stays bounded.
+            live: Arc::new(OutputTap::new()),
         };
         let front = self.clone();
         let name = request.name.to_string();

@@ -364,13 +364,14 @@ impl WorkerProcess {
     }
 
     /// Runs `code` as execution `exec` in a fresh isolate of this process, to completion, the
-    /// deadline, a failure or `cancel`. A deadline retires the process (see `retire`).
+    /// deadline, a failure or `cancel`, collecting what it prints in `output` (whose limit the
+    /// isolate is also told). A deadline retires the process (see `retire`).
     pub(crate) async fn run(
         self: &Arc<Self>,
         exec: u64,
         code: &str,
         deadline: Duration,
-        output_limit: usize,
+        mut output: OutputBuffer,
         calls: Arc<dyn HostCalls>,
         cancel: CancellationToken,
     ) -> RunOutcome {
@@ -383,11 +384,10 @@ impl WorkerProcess {
         }
         self.routes.lock().expect("routes lock").insert(exec, route);
         *self.last_used.lock().expect("last used lock") = Instant::now();
-        let mut output = OutputBuffer::new(output_limit);
         let ending = if let Some(why) = self.gone_reason() {
             Ending::Failed(why)
         } else {
-            let execute = proto::execute_envelope(exec, self.language, code, output_limit);
+            let execute = proto::execute_envelope(exec, self.language, code, output.limit());
             let clock = calls.clone();
             let drive = self.drive(exec, execute, &mut routed, &mut output, calls, started);
             tokio::select! {

@@ -5,6 +5,7 @@
 //! - `launch`: how a Deno process is started ([`launch::WorkerConfig`], the one command builder).
 //! - `host`: spawning a worker process, its private socket, driving executions in it, killing it.
 //! - `outcome`: how a run ended, the output cap, the words for failures.
+//! - `tap`: the newest lines of a running execution's output, bounded, for live reporting.
 //! - `pool`: worker processes by client session, their retirement, the spare process.
 //! - `stage`: the private copy of the wrapper modules a process may read.
 //! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `prepared`: what every
@@ -30,3 +31,4 @@ pub mod runner;
 pub mod runtimes;
 pub mod snapshot;
 pub mod stage;
+pub mod tap;

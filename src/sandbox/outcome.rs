@@ -4,11 +4,13 @@
 //! deadline a run is held to (`within_deadline`: it does not count the time spent waiting for
 //! answers). No processes.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::proto::{self, Stream};
+use super::tap::OutputTap;
 
 /// The result of one run.
 #[derive(Debug, Clone)]
@@ -234,7 +236,8 @@ impl serde::Serialize for CapturedOutput {
 }
 
 /// Output of one execution as it arrives: the first `limit` bytes, then (from the worker, once
-/// the output is closed) its end and the bytes the worker never sent.
+/// the output is closed) its end and the bytes the worker never sent. What it keeps of the first
+/// part also goes to the execution's live tap, when it has one.
 #[derive(Debug)]
 pub(crate) struct OutputBuffer {
     text: String,
@@ -243,6 +246,7 @@ pub(crate) struct OutputBuffer {
     dropped: u64,
     /// The worker's `output_tail`: the bytes it did not send, and the newest output.
     end: Option<(u64, String)>,
+    tap: Option<Arc<OutputTap>>,
 }
 
 impl OutputBuffer {
@@ -252,23 +256,39 @@ impl OutputBuffer {
             limit,
             dropped: 0,
             end: None,
+            tap: None,
         }
     }
 
-    pub(crate) fn push(&mut self, _stream: Stream, text: &str) {
+    /// The same buffer, also writing what it keeps to `tap`.
+    pub(crate) fn tapped(mut self, tap: Arc<OutputTap>) -> Self {
+        self.tap = Some(tap);
+        self
+    }
+
+    /// Its byte limit.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub(crate) fn push(&mut self, stream: Stream, text: &str) {
         if self.end.is_some() {
             // Nothing follows the tail; a worker that sends more is only wasting its time.
             self.dropped += text.len() as u64;
             return;
         }
         let room = self.limit.saturating_sub(self.text.len());
-        if text.len() <= room && self.dropped == 0 {
-            self.text.push_str(text);
-            return;
-        }
-        let kept = truncate(text, room);
+        let kept = if text.len() <= room && self.dropped == 0 {
+            text
+        } else {
+            let kept = truncate(text, room);
+            self.dropped += (text.len() - kept.len()) as u64;
+            kept
+        };
         self.text.push_str(kept);
-        self.dropped += (text.len() - kept.len()) as u64;
+        if let Some(tap) = &self.tap {
+            tap.push(stream, kept);
+        }
     }
 
     /// The worker's report of how its output ended (the tail past the limit and the bytes it
@@ -359,6 +379,31 @@ mod tests {
         let captured = out.finish();
         assert_eq!(captured.head, "aé");
         assert_eq!(captured.cut, 3);
+    }
+
+    #[test]
+    fn the_tap_gets_what_the_buffer_keeps() {
+        let tap = Arc::new(OutputTap::new());
+        let mut out = OutputBuffer::new(12).tapped(tap.clone());
+        out.push(Stream::Stdout, "first\n");
+        out.push(Stream::Stderr, "second\nthird\n");
+        let first = tap.take();
+        assert_eq!(first.lines.len(), 1);
+        assert_eq!(
+            (first.lines[0].stream, first.lines[0].text.as_str()),
+            (Stream::Stdout, "first")
+        );
+        // What is cut never reaches the tap: "second" (its newline cut) is an unfinished line,
+        // taken at the take after the one that saw it.
+        let rest = tap.take();
+        assert_eq!(rest.lines.len(), 1);
+        assert_eq!(
+            (rest.lines[0].stream, rest.lines[0].text.as_str()),
+            (Stream::Stderr, "second")
+        );
+        let captured = out.finish();
+        assert_eq!(captured.head, "first\nsecond");
+        assert_eq!(captured.cut, "\nthird\n".len() as u64);
     }
 
     #[test]
