@@ -8,6 +8,7 @@
 //! `structuredContent` plus one readable text block. It holds no policy of its own.
 
 mod catalog;
+mod conform;
 mod execute;
 pub mod guard;
 mod health;
@@ -21,7 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities,
     ServerConfig, Tool,
 };
@@ -246,19 +248,55 @@ fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
 impl ServerHandler for Front {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "code-executor",
-                env!("CARGO_PKG_VERSION"),
-            ))
+            .with_server_info(conform::implementation())
             .with_instructions(INSTRUCTIONS)
+    }
+
+    // Tools only: what is not declared is not found (see `conform`), not an empty list.
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(conform::not_offered("prompts/list", "prompts"))
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(conform::not_offered("resources/list", "resources"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(conform::not_offered(
+            "resources/templates/list",
+            "resources",
+        ))
+    }
+
+    async fn complete(
+        &self,
+        _: CompleteRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(conform::not_offered("completion/complete", "completions"))
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        conform::one_page("tools/list", request)?;
+        let mut result = ListToolsResult::with_all_items((*self.tools).clone());
+        conform::identify(&mut result.meta, &context);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -279,7 +317,8 @@ impl ServerHandler for Front {
                 {
                     Ok(call) => call,
                     Err(message) => {
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+                        let refused = CallToolResult::error(vec![ContentBlock::text(message)]);
+                        return Ok(conform::identified(refused.into(), &context));
                     }
                 }
             }
@@ -319,7 +358,7 @@ impl ServerHandler for Front {
             None => drive.await,
         };
         let result = match next {
-            Next::Asks(input) => return Ok(CallToolResponse::InputRequired(input)),
+            Next::Asks(input) => return Ok(conform::identified(input.into(), &context)),
             Next::Done(Ok(result)) => result,
             Next::Done(Err(message)) => CallToolResult::error(vec![ContentBlock::text(message)]),
         };
@@ -327,7 +366,7 @@ impl ServerHandler for Front {
             us = received.elapsed().as_micros() as u64,
             "front: call answered"
         );
-        Ok(result.into())
+        Ok(conform::identified(result.into(), &context))
     }
 }
 
@@ -342,7 +381,7 @@ mod tests {
             .unwrap()
             .len();
         println!("tools/list is {size} bytes");
-        assert!(size < 2500, "tools/list is {size} bytes");
+        assert!(size < 3000, "tools/list is {size} bytes");
         assert!(tools.iter().all(|t| t.output_schema.is_some()));
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
@@ -356,5 +395,31 @@ mod tests {
                 "health"
             ]
         );
+    }
+
+    #[test]
+    fn our_tools_say_what_they_may_touch() {
+        for tool in all_tools() {
+            let hints = tool.annotations.clone().expect("annotated");
+            let says = (
+                hints.read_only_hint,
+                hints.destructive_hint,
+                hints.idempotent_hint,
+                hints.open_world_hint,
+            );
+            match tool.name.as_ref() {
+                // Code may call any downstream tool it is allowed: nothing is promised.
+                execute::TYPESCRIPT | execute::PYTHON => {
+                    assert_eq!(says, (Some(false), Some(true), Some(false), Some(true)))
+                }
+                // Look-ups of the configured servers and of this process.
+                _ => assert_eq!(
+                    says,
+                    (Some(true), None, Some(true), Some(false)),
+                    "{}",
+                    tool.name
+                ),
+            }
+        }
     }
 }
