@@ -21,9 +21,20 @@ pub(super) struct SchemaArgs {
     name: String,
 }
 
+/// All three read the catalogue of the configured servers (a search may start one to list its
+/// tools) and change nothing: read-only, idempotent, and closed-world (their domain is the
+/// configured servers, nothing beyond).
 pub(super) fn tools() -> [Tool; 3] {
+    use rmcp::model::ToolAnnotations;
+
+    let lookup = ToolAnnotations::new()
+        .read_only(true)
+        .idempotent(true)
+        .open_world(false);
     let tool = |name, description, input, output| {
-        Tool::new(name, description, object(input)).with_raw_output_schema(object(output))
+        Tool::new(name, description, object(input))
+            .with_raw_output_schema(object(output))
+            .annotate(lookup.clone())
     };
     [
         tool(

@@ -52,9 +52,22 @@ fn output() -> Value {
     }, "required": ["success", "output"]})
 }
 
+/// Both tools run code that may call any downstream tool `allowedTools` lets it call (the
+/// policy permitting), so nothing about their effects can be promised: not read-only,
+/// destructive and not idempotent (a tool called may delete, or append anew each time), and
+/// open-world (downstream servers reach files, networks and services of every kind).
 pub(super) fn tools() -> [Tool; 2] {
+    use rmcp::model::ToolAnnotations;
+
+    let effects = ToolAnnotations::new()
+        .read_only(false)
+        .destructive(true)
+        .idempotent(false)
+        .open_world(true);
     let tool = |name, description| {
-        Tool::new(name, description, object(input())).with_raw_output_schema(object(output()))
+        Tool::new(name, description, object(input()))
+            .with_raw_output_schema(object(output()))
+            .annotate(effects.clone())
     };
     [
         tool(

@@ -11,17 +11,19 @@
 //! size ([`request_body_limit`]; 413 beyond it). The client's token stays here: nothing forwards
 //! it to downstream servers.
 //!
-//! The endpoint is stateless: it issues no MCP session, so an `Mcp-Session-Id` a request carries
-//! is one this server never issued and gets 404. The client session of rate limits and audit
-//! records is the request's [`guard::Principal`] (the token's fingerprint, or the peer's address
-//! without a token), never anything the client chose.
+//! The endpoint is stateless: it issues no MCP session. A 2026-07-28 request's `Mcp-Session-Id`
+//! is ignored (that revision has no sessions); an earlier client's is one this server never
+//! issued and gets 404. The client session of rate limits and audit records is the request's
+//! [`guard::Principal`] (the token's fingerprint, or the peer's address without a token), never
+//! anything the client chose.
 
 use std::net::SocketAddr;
 
 use axum::extract::Request;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -144,11 +146,16 @@ pub async fn serve(
 
 /// The header naming an MCP session.
 const SESSION_HEADER: &str = "mcp-session-id";
+/// The header naming the protocol version of a request.
+const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// This server issues no session, so any `Mcp-Session-Id` is unknown: 404, as the MCP
-/// specification asks for an unknown session (a client then starts over without one).
+/// This server issues no session. A request of protocol 2026-07-28 or later knows no sessions:
+/// its `Mcp-Session-Id` is ignored, as that revision asks (streamable HTTP, "Earlier Streamable
+/// HTTP Revisions"). An earlier client's id is one this server never issued: 404, as those
+/// revisions ask for an unknown session (the client then starts over without one). Either way
+/// the header picks nothing: rmcp serves every request without a session.
 async fn refuse_unissued_sessions(request: Request, next: Next) -> Response {
-    if request.headers().contains_key(SESSION_HEADER) {
+    if request.headers().contains_key(SESSION_HEADER) && !sessionless_era(request.headers()) {
         return (
             StatusCode::NOT_FOUND,
             "unknown MCP session: this server is stateless and issues no Mcp-Session-Id; send \
@@ -157,6 +164,16 @@ async fn refuse_unissued_sessions(request: Request, next: Next) -> Response {
             .into_response();
     }
     next.run(request).await
+}
+
+/// Whether the request names (in `MCP-Protocol-Version`) a protocol without the `initialize`
+/// handshake, and so without sessions: 2026-07-28 or later.
+fn sessionless_era(headers: &HeaderMap) -> bool {
+    headers
+        .get(PROTOCOL_VERSION_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|v| serde_json::from_value::<ProtocolVersion>(v.into()).ok())
+        .is_some_and(|version| !version.has_initialize())
 }
 
 #[cfg(test)]
@@ -200,6 +217,19 @@ mod tests {
                 Ok(Exposure::UnauthenticatedNetwork)
             );
         }
+    }
+
+    #[test]
+    fn only_a_request_of_a_sessionless_protocol_may_carry_a_session_id() {
+        let named = |version: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(PROTOCOL_VERSION_HEADER, version.parse().unwrap());
+            sessionless_era(&headers)
+        };
+        assert!(named("2026-07-28"));
+        assert!(!named("2025-11-25"));
+        assert!(!named("2025-06-18"));
+        assert!(!sessionless_era(&HeaderMap::new()));
     }
 
     #[test]

@@ -72,22 +72,23 @@ impl Levels {
         levels.insert(session.to_string(), level);
     }
 
-    /// The level a request gets log messages at: its own `_meta` level when it carries one; on
-    /// a 2026-07-28 request, none without it (logging is opted into per request there); before
-    /// that, the level its client session set.
+    /// The level a request gets log messages at: none on protocol 2026-07-28, where logging is
+    /// deprecated and not declared to those clients (`server/discover`; they get live output as
+    /// progress); before that, the request's own `_meta` level, else the one its client session
+    /// set.
     pub(super) fn for_request(
         &self,
         session: &str,
         context: &RequestContext<RoleServer>,
     ) -> Option<LoggingLevel> {
-        if let Some(level) = context.meta.log_level() {
-            return Some(level);
-        }
         let modern = context
             .protocol_version()
             .is_some_and(|v| !v.has_initialize());
         if modern {
             return None;
+        }
+        if let Some(level) = context.meta.log_level() {
+            return Some(level);
         }
         self.by_session
             .lock()

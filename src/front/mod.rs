@@ -10,6 +10,7 @@
 
 mod budget;
 mod catalog;
+mod conform;
 mod execute;
 pub mod guard;
 mod health;
@@ -26,9 +27,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult, GetTaskParams,
+    GetTaskResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -272,19 +275,69 @@ impl ServerHandler for Front {
             .enable_logging()
             .build();
         ServerConfig::new(self.tasks.declare(capabilities))
-            .with_server_info(Implementation::new(
-                "code-executor",
-                env!("CARGO_PKG_VERSION"),
-            ))
+            .with_server_info(conform::implementation())
             .with_instructions(INSTRUCTIONS)
+    }
+
+    // Tools only: what is not declared is not found (see `conform`), not an empty list.
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(conform::not_offered("prompts/list", "prompts"))
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(conform::not_offered("resources/list", "resources"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(conform::not_offered(
+            "resources/templates/list",
+            "resources",
+        ))
+    }
+
+    async fn complete(
+        &self,
+        _: CompleteRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(conform::not_offered("completion/complete", "completions"))
+    }
+
+    /// `server/discover` (protocol 2026-07-28): the capabilities without `logging`, which that
+    /// revision deprecates; its clients get live output as progress notifications only.
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let mut info = self.get_info();
+        info.capabilities.logging = None;
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            info,
+        ))
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        conform::one_page("tools/list", request)?;
+        let mut result = ListToolsResult::with_all_items((*self.tools).clone());
+        conform::identify(&mut result.meta, &context);
+        Ok(result)
     }
 
     async fn call_tool(
@@ -306,12 +359,14 @@ impl ServerHandler for Front {
                 {
                     Ok(call) => call,
                     Err(message) => {
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+                        let refused = CallToolResult::error(vec![ContentBlock::text(message)]);
+                        return Ok(conform::identified(refused.into(), &context));
                     }
                 }
             }
             None if self.tasks.may_take(&request.name, &context) => {
-                return Ok(self.call_as_task(request, &context, session).await);
+                let response = self.call_as_task(request, &context, session).await;
+                return Ok(conform::identified(response, &context));
             }
             None => self.start_call(request, &context, session),
         };
@@ -326,7 +381,7 @@ impl ServerHandler for Front {
         // level (and a heartbeat while it prints nothing), until the call returns.
         let next = live::report(drive, &context, level, output).await;
         let result = match next {
-            Next::Asks(input) => return Ok(CallToolResponse::InputRequired(input)),
+            Next::Asks(input) => return Ok(conform::identified(input.into(), &context)),
             Next::Done(Ok(result)) => result,
             Next::Done(Err(message)) => CallToolResult::error(vec![ContentBlock::text(message)]),
         };
@@ -334,7 +389,7 @@ impl ServerHandler for Front {
             us = received.elapsed().as_micros() as u64,
             "front: call answered"
         );
-        Ok(result.into())
+        Ok(conform::identified(result.into(), &context))
     }
 
     async fn get_task(
@@ -342,7 +397,9 @@ impl ServerHandler for Front {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(&request.task_id, &session_of(&context))
+        let mut result = self.tasks.get(&request.task_id, &session_of(&context))?;
+        conform::identify(&mut result.meta, &context);
+        Ok(result)
     }
 
     async fn update_task(
@@ -387,7 +444,7 @@ mod tests {
             .unwrap()
             .len();
         println!("tools/list is {size} bytes");
-        assert!(size < 2500, "tools/list is {size} bytes");
+        assert!(size < 3000, "tools/list is {size} bytes");
         assert!(tools.iter().all(|t| t.output_schema.is_some()));
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(
@@ -401,5 +458,31 @@ mod tests {
                 "health"
             ]
         );
+    }
+
+    #[test]
+    fn our_tools_say_what_they_may_touch() {
+        for tool in all_tools() {
+            let hints = tool.annotations.clone().expect("annotated");
+            let says = (
+                hints.read_only_hint,
+                hints.destructive_hint,
+                hints.idempotent_hint,
+                hints.open_world_hint,
+            );
+            match tool.name.as_ref() {
+                // Code may call any downstream tool it is allowed: nothing is promised.
+                execute::TYPESCRIPT | execute::PYTHON => {
+                    assert_eq!(says, (Some(false), Some(true), Some(false), Some(true)))
+                }
+                // Look-ups of the configured servers and of this process.
+                _ => assert_eq!(
+                    says,
+                    (Some(true), None, Some(true), Some(false)),
+                    "{}",
+                    tool.name
+                ),
+            }
+        }
     }
 }

@@ -5,7 +5,8 @@
   server closes them; a request without the token gets 401 and its connection closed; an
   oversized request head gets 431, a body over the limit 413.
 - The client session of rate limits and audit records comes from the server, not the client: a
-  made-up `Mcp-Session-Id` gets 404 and never reaches the audit log; unchecked `Authorization`
+  made-up `Mcp-Session-Id` gets 404 from a client of the handshake era, is ignored on a 2026-07-28
+  request (that revision has no sessions), and never reaches the audit log; unchecked `Authorization`
   values do not buy fresh rate-limit buckets. `/metrics` needs the token when there is one; the
   probes never do.
 - `serve --http` beyond loopback without a token refuses to start unless the loudly named
@@ -261,21 +262,37 @@ def test_a_body_over_the_limit_is_refused(token_server) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_a_made_up_session_id_is_refused_and_never_audited(token_server) -> None:
+def test_a_made_up_session_id_picks_nothing_and_is_never_audited(token_server) -> None:
     c, token, _, audit_dir = token_server
     assert c.port is not None
     forged = "forged-" + secrets.token_hex(6)
     headers = {"Authorization": f"Bearer {token}", "Mcp-Session-Id": forged}
+    # From a client on the handshake era, an id this server never issued: 404.
     status, body = mcp_post(c.port, tools_call("executeTypescript", {"code": "return 'ran';"}), headers)
     assert status == 404, (status, body[:300])
     assert "issues no Mcp-Session-Id" in body, body
     status, body = mcp_post(c.port, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers)
     assert status == 404, (status, body[:300])
+    # Protocol 2026-07-28 has no sessions: the header is ignored, the request served as the token's.
+    modern = tools_call("executeTypescript", {"code": "return 'modern';"}, id_=3)
+    modern["params"]["_meta"] = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    modern_headers = {
+        **headers,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "executeTypescript",
+    }
+    status, body = mcp_post(c.port, modern, modern_headers)
+    assert status == 200, (status, body[:300])
+    assert json.loads(body)["result"]["structuredContent"]["result"] == "modern", body[:300]
     # The real client, which sends no session id, is served; its records name the token's
     # fingerprint, the only session this server knows.
     ok(c, "return 'mine';")
-    records = audit_text(audit_dir, want=1)
-    assert records, "no audit record"
+    records = audit_text(audit_dir, want=2)
+    assert len(records) >= 2, records
     text = "\n".join(p.read_text() for p in audit_dir.glob("audit.*.jsonl"))
     assert forged not in text, text[:2000]
     assert {r["session"] for r in records} == {fingerprint(token)}, records

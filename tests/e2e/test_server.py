@@ -64,7 +64,7 @@ def test_tools_list_is_small_and_typed(client: McpClient) -> None:
     # None of the downstream servers' ~60 tools leak into our own listing.
     assert not any(n.startswith("mcp__") for n in names)
     size = len(client.list_tools().model_dump_json(by_alias=True, exclude_none=True).encode())
-    assert size < 2500, f"tools/list answer is {size} bytes"
+    assert size < 3000, f"tools/list answer is {size} bytes"
 
 
 def test_tools_list_wire_size(ce_binary, e2e_env) -> None:
@@ -75,7 +75,7 @@ def test_tools_list_wire_size(ce_binary, e2e_env) -> None:
     assert names == OUR_TOOLS, names
     for t in raw.tools:
         assert isinstance(t.get("outputSchema"), dict), f"{t['name']} has no outputSchema on the wire"
-    assert raw.size < 2500, f"tools/list answer is {raw.size} bytes: {raw.pages[0][:3000]!r}"
+    assert raw.size < 3000, f"tools/list answer is {raw.size} bytes: {raw.pages[0][:3000]!r}"
     assert raw.junk == [], f"non-JSON-RPC lines on the MCP stdout: {raw.junk[:5]!r}"
 
 
