@@ -1,6 +1,7 @@
 // 10_console.js: output capture: the output budget and `output` messages (`emitOutput`),
 // console formatting and the user-facing `console` (`makeConsole`). Relies on 00-02; reads the
-// execution state of 50 and calls `cleanErrorText` (40).
+// execution state of 50 and `pyodide` (60), and calls `cleanErrorText` (40) and
+// `sandboxLimitsText` (41).
 
 // ---------------------------------------------------------------------------------------------
 // Output capture (console) with the output budget
@@ -25,6 +26,7 @@ function emitOutput(stream, text) {
     return;
   }
   if (finished || outputClosed || text.length === 0) return;
+  text = sandboxLimitsText(text, pyodide !== null);
   const remaining = outputLimit - outputSent;
   let bytes = utf8Length(text);
   if (bytes > remaining) {
