@@ -9,9 +9,9 @@
 //!   one function body.
 //!
 //! The pieces of one part share one scope: none of them may have imports or exports (see the
-//! opening comment of each part's `00_private.js`). The tokenizer and source preparation pieces
-//! of the runner have their own tests in `tests/runner/` (run with the project's Deno by
-//! `scripts/test`).
+//! opening comment of each part's `00_private.js`). The tokenizer, source preparation and
+//! sandbox-limits pieces of the runner have their own tests in `tests/runner/` (run with the
+//! project's Deno by `scripts/test`).
 
 /// The isolate runner: every piece of `runner/`, in name order.
 pub(crate) const ISOLATE_SOURCE: &str = concat!(
