@@ -25,7 +25,7 @@ use crate::broker::gate::{
     CallCounts, CallReport, ExecutionCalls, Gate, OtherToolCalls, ToolCallStat,
 };
 use crate::broker::{Allowlist, Reach};
-use crate::catalog::directory;
+use crate::catalog::directory::{self, ServerList, Viewer};
 use crate::config::settings::Settings;
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
@@ -589,11 +589,15 @@ impl HostSide {
                 as_value(directory::search_within(&self.upstream, &reach, &query).await)
             }
             HostRequest::GetToolSchema { name } => {
-                as_value(directory::tool_schema(&self.upstream, &reach, &name).await)
+                let viewer = Viewer {
+                    reach,
+                    shown: Reach::policy(self.gate.policy()),
+                };
+                as_value(directory::schema_for(&self.upstream, &viewer, &name).await)
             }
-            HostRequest::ListServers => as_value(Ok::<_, String>(
-                directory::servers_within(&self.upstream, &reach).await,
-            )),
+            HostRequest::ListServers => as_value(Ok::<_, String>(ServerList {
+                servers: directory::servers_within(&self.upstream, &reach).await,
+            })),
             _ => Err("not a look-up".into()),
         }
     }

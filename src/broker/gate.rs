@@ -40,6 +40,7 @@ use super::{Allowlist, Broker, HostCallBudget, Policy, Reach, Refusal};
 use crate::ask::approval::{self as asking_approval, Decision};
 use crate::ask::{Asking, SamplingSpent};
 use crate::catalog;
+use crate::catalog::directory::{self, Viewer};
 use crate::ops::audit::{AuditLog, ToolCallRecord, clip_name};
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::ToolTarget;
@@ -347,7 +348,7 @@ impl Gate {
         if let Err(refusal) = calls.spend() {
             return self.stopped(calls, &asked(), "", argument_bytes, refusal.into());
         }
-        let (server, tool) = match self.resolve(&target) {
+        let (server, tool) = match self.resolve(calls, &target).await {
             Ok(pair) => pair,
             Err(refusal) => {
                 return self.stopped(calls, &asked(), "", argument_bytes, refusal.into());
@@ -390,8 +391,13 @@ impl Gate {
         self.broker.policy()
     }
 
-    /// Step 1: the server and tool the code means.
-    fn resolve(&self, target: &ToolTarget) -> Result<(String, String), Refusal> {
+    /// Step 1: the server and tool the code means. A name that resolves to nothing suggests
+    /// the tools likely meant.
+    async fn resolve(
+        &self,
+        calls: &ExecutionCalls,
+        target: &ToolTarget,
+    ) -> Result<(String, String), Refusal> {
         let resolved = match target {
             ToolTarget::Qualified(name) => self.upstream.resolve(name),
             ToolTarget::Split { server, tool } => self
@@ -399,7 +405,17 @@ impl Gate {
                 .ensure_known(server)
                 .map(|server| (server, tool.clone())),
         };
-        let (server, tool) = resolved.map_err(|e| Refusal::UnknownTool(e.to_string()))?;
+        let (server, tool) = match resolved {
+            Ok(pair) => pair,
+            Err(e) => {
+                let asked = match target {
+                    ToolTarget::Qualified(name) => name.clone(),
+                    ToolTarget::Split { server, tool } => catalog::qualified_name(server, tool),
+                };
+                let hint = self.hint(calls, &asked).await;
+                return Err(Refusal::UnknownTool(format!("{e}{hint}")));
+            }
+        };
         if tool.starts_with('@') {
             return Err(Refusal::UnknownTool(format!(
                 "`{tool}` is not a tool: names beginning with `@` stand for a server's resources and prompts (readResource, getPrompt)"
@@ -434,7 +450,8 @@ impl Gate {
                 server: server.to_string(),
                 tool: tool.to_string(),
             };
-            return Err(Refusal::UnknownTool(unknown.to_string()).into());
+            let hint = self.hint(calls, name).await;
+            return Err(Refusal::UnknownTool(format!("{unknown}{hint}")).into());
         };
         let expected =
             || catalog::signature(tool, &spec.input_schema, spec.output_schema.as_deref());
@@ -448,6 +465,16 @@ impl Gate {
             unreachable!("checked to be an object above")
         };
         Ok(args)
+    }
+
+    /// `; did you mean ...?` for a name that names no tool: the tools the policy shows that
+    /// are alike, those the execution's `allowedTools` leaves out saying how to allow them.
+    async fn hint(&self, calls: &ExecutionCalls, asked: &str) -> String {
+        let viewer = Viewer {
+            reach: calls.reach(self.broker.policy()),
+            shown: Reach::policy(self.broker.policy()),
+        };
+        directory::tool_hint(&self.upstream, &viewer, asked).await
     }
 
     /// Step 6: the user's approval, when the call needs it and the session has not given it

@@ -13,7 +13,9 @@ pub(crate) enum Refusal {
     UnknownTool(String),
     #[error("arguments for {0} must be an object")]
     ArgumentsNotObject(String),
-    #[error("tool `{0}` is not in allowedTools for this execution")]
+    #[error(
+        "tool `{0}` is not in allowedTools for this execution: add \"{0}\" to allowedTools to call it"
+    )]
     NotAllowed(String),
     #[error("tool `{0}` is denied by the server's policy")]
     DeniedByPolicy(String),

@@ -13,11 +13,13 @@
 //! The server list also names the servers a project brings that wait for the user's approval
 //! ([`set_needs_approval`]): they are not in the pool, so nothing here can start them.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::broker::Reach;
-use crate::catalog::{self, CatalogEntry};
+use crate::catalog::{self, CatalogEntry, suggest};
 use crate::upstream::{ServerStatus, UpstreamError, UpstreamPool};
 
 /// Descriptions in search results are cut to this many characters.
@@ -32,7 +34,8 @@ pub(crate) const MAX_QUERY_WORDS: usize = 32;
 pub enum LookupError {
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
-    /// The query is too large to search.
+    /// The query cannot be searched as asked (too large, or its server filter names no
+    /// server): the message says what to change.
     #[error("{0}")]
     Query(String),
 }
@@ -191,7 +194,7 @@ pub async fn search(pool: &UpstreamPool, query: &SearchQuery) -> Result<SearchRe
 fn check_query(text: &str) -> Result<(), LookupError> {
     if text.len() > MAX_QUERY_BYTES {
         return Err(LookupError::Query(format!(
-            "search query is {} bytes, over the limit of {MAX_QUERY_BYTES} bytes",
+            "search query is {} bytes, over the limit of {MAX_QUERY_BYTES} bytes: search with a few keywords",
             text.len()
         )));
     }
@@ -200,7 +203,7 @@ fn check_query(text: &str) -> Result<(), LookupError> {
     words.dedup();
     if words.len() > MAX_QUERY_WORDS {
         return Err(LookupError::Query(format!(
-            "search query has {} distinct words, over the limit of {MAX_QUERY_WORDS}",
+            "search query has {} distinct words, over the limit of {MAX_QUERY_WORDS}: search with a few keywords",
             words.len()
         )));
     }
@@ -219,9 +222,8 @@ pub(crate) async fn search_within(
 ) -> Result<SearchResult, LookupError> {
     check_query(&query.text)?;
     let (limit, detail) = (query.limit, query.detail);
-    // An alias names its server.
     let server = match query.server.as_deref() {
-        Some(server) => Some(pool.ensure_known(server)?),
+        Some(asked) => Some(known_server(pool, reach, asked)?),
         None => None,
     };
     let server = server.as_deref();
@@ -297,6 +299,80 @@ pub(crate) async fn search_within(
     })
 }
 
+/// The canonical name of the server a search filter names (an alias names its server); for a
+/// name that is none, the error suggests those alike.
+fn known_server(
+    pool: &UpstreamPool,
+    reach: &Reach<'_>,
+    asked: &str,
+) -> Result<String, LookupError> {
+    pool.ensure_known(asked)
+        .map_err(|e| LookupError::Query(format!("{e}{}", server_hint(pool, reach, asked))))
+}
+
+/// Most client sessions [`FailureMentions`] remembers; past them it starts afresh (each
+/// session is then told of failed servers once more).
+const MAX_SESSIONS_REMEMBERED: usize = 1024;
+
+/// The failed servers each client session was told of in the LLM's `searchTools` answers. A
+/// server that could not be searched is mentioned in a session's first answer after it failed
+/// (and again when the reason changes), and whenever a search concerns it: its server filter
+/// names it, or the query names it. Other answers leave it out: `listServers` says why any
+/// server is down. (Code's searches always list them: code reads them, the LLM's context does
+/// not pay for them.)
+#[derive(Debug, Default)]
+pub(crate) struct FailureMentions {
+    /// Per session, the servers told of and the reason they were told.
+    told: std::sync::Mutex<HashMap<String, HashMap<String, String>>>,
+}
+
+impl FailureMentions {
+    /// Leaves out of `found` the failed servers `session` was told of already, unless `query`
+    /// concerns them; remembers those it keeps.
+    pub(crate) fn mention_once(
+        &self,
+        pool: &UpstreamPool,
+        session: &str,
+        query: &SearchQuery,
+        found: &mut SearchResult,
+    ) {
+        if found.unavailable.is_empty() {
+            return;
+        }
+        let mut told = self.told.lock().unwrap_or_else(|e| e.into_inner());
+        if told.len() >= MAX_SESSIONS_REMEMBERED && !told.contains_key(session) {
+            told.clear();
+        }
+        let told = told.entry(session.to_string()).or_default();
+        found.unavailable.retain(|u| {
+            let news = told.get(&u.server) != Some(&u.error);
+            if news {
+                told.insert(u.server.clone(), u.error.clone());
+            }
+            news || concerns(pool, query, &u.server)
+        });
+    }
+}
+
+/// Whether a search is about `server`: its server filter names it (by any name), or its query
+/// holds every word of one of the server's names.
+fn concerns(pool: &UpstreamPool, query: &SearchQuery, server: &str) -> bool {
+    if query
+        .server
+        .as_deref()
+        .is_some_and(|s| pool.aliases().canonical(s) == server)
+    {
+        return true;
+    }
+    let words = catalog::tokens(&query.text);
+    std::iter::once(server.to_string())
+        .chain(pool.aliases().names_of(server))
+        .any(|name| {
+            let name_words = catalog::tokens(&name);
+            !name_words.is_empty() && name_words.iter().all(|w| words.contains(w))
+        })
+}
+
 /// The schema and TypeScript signature of one tool `reach` may call, by its qualified name. A
 /// tool it may not call answers exactly as a tool the server does not have, and its server is
 /// not started for it.
@@ -327,6 +403,118 @@ pub(crate) async fn tool_schema(
         server,
         tool,
     })
+}
+
+/// Who looks something up, for the words of a name that resolves to nothing: what it may call
+/// and cause to start (`reach`), within what the server-wide policy shows (`shown`). Names are
+/// suggested from what `shown` sees (never a tool the policy hides); those `reach` may not call
+/// say how to allow them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Viewer<'a> {
+    pub reach: Reach<'a>,
+    pub shown: Reach<'a>,
+}
+
+impl<'a> Viewer<'a> {
+    /// A viewer that may call everything it is shown: the LLM (`Reach::policy`), the operator.
+    pub(crate) fn of(reach: Reach<'a>) -> Self {
+        Viewer {
+            reach,
+            shown: reach,
+        }
+    }
+}
+
+/// The tools `viewer.shown` sees, to suggest from: those of the servers `viewer.reach` may
+/// start (connected if need be, as a search would), and those already listed of the others
+/// (nothing is started for them).
+async fn shown_entries(pool: &UpstreamPool, viewer: &Viewer<'_>) -> Vec<CatalogEntry> {
+    let servers: Vec<&str> = pool
+        .server_names()
+        .filter(|server| viewer.shown.may_start(server))
+        .collect();
+    let lookups = servers.into_iter().map(|server| async move {
+        let tools = if viewer.reach.may_start(server) {
+            pool.tools(server).await.ok()
+        } else {
+            pool.cached_tools(server)
+        };
+        (server, tools)
+    });
+    let mut entries = Vec::new();
+    for (server, tools) in futures::future::join_all(lookups).await {
+        for tool in tools.iter().flat_map(|t| t.iter()) {
+            if viewer.shown.sees(server, &tool.name) {
+                entries.push(CatalogEntry::from_tool(server, tool));
+            }
+        }
+    }
+    entries
+}
+
+/// `; did you mean ...?` for a tool name (`mcp__<server>__<tool>`, or a bare tool name) that
+/// resolves to no tool `viewer` may see; empty when nothing is alike.
+pub(crate) async fn tool_hint(pool: &UpstreamPool, viewer: &Viewer<'_>, asked: &str) -> String {
+    let entries = shown_entries(pool, viewer).await;
+    let found = suggest::tools(asked, &entries);
+    let names: Vec<String> = found.iter().map(|e| e.qualified()).collect();
+    let not_allowed: Vec<String> = found
+        .iter()
+        .filter(|e| !viewer.reach.sees(&e.server, &e.tool))
+        .map(|e| e.qualified())
+        .collect();
+    suggest::did_you_mean(&names, &not_allowed)
+}
+
+/// `; did you mean ...?` for a server name that names no configured server: the configured
+/// names and aliases of the servers `reach` may start that are alike.
+pub(crate) fn server_hint(pool: &UpstreamPool, reach: &Reach<'_>, asked: &str) -> String {
+    let aliases = pool.aliases().iter().map(|(alias, _)| alias);
+    let names = pool
+        .server_names()
+        .chain(aliases)
+        .filter(|name| reach.may_start(pool.aliases().canonical(name)));
+    let found: Vec<String> = suggest::servers(asked, names)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    suggest::did_you_mean(&found, &[])
+}
+
+/// `getToolSchema` as `viewer` asks it, its errors in words that say what to do: a name that
+/// resolves to no tool suggests the likely ones; a tool the policy shows but the execution's
+/// `allowedTools` leaves out says how to allow it (its server is not started for it); a tool
+/// the policy hides answers as one that does not exist.
+pub(crate) async fn schema_for(
+    pool: &UpstreamPool,
+    viewer: &Viewer<'_>,
+    name: &str,
+) -> Result<ToolSchema, String> {
+    let (server, tool) = match pool.resolve(name) {
+        Ok(pair) => pair,
+        Err(e) => return Err(format!("{e}{}", tool_hint(pool, viewer, name).await)),
+    };
+    if viewer.shown.sees(&server, &tool)
+        && let Err(refusal) =
+            viewer
+                .reach
+                .check(&server, &tool, &catalog::qualified_name(&server, &tool))
+    {
+        return Err(refusal.to_string());
+    }
+    match tool_schema(pool, &viewer.reach, name).await {
+        Ok(schema) => Ok(schema),
+        Err(e @ UpstreamError::UnknownTool { .. }) => {
+            Err(format!("{e}{}", tool_hint(pool, viewer, name).await))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The answer of `listServers` (the MCP tool and the sandbox's helper alike).
+#[derive(Debug, Serialize)]
+pub(crate) struct ServerList {
+    pub servers: Vec<ServerStatus>,
 }
 
 /// A server the project's own files define that the user has not approved: listed, never
@@ -410,6 +598,87 @@ mod tests {
         assert!(
             serde_json::from_value::<SearchArgs>(serde_json::json!({"query": "a", "x": 1}))
                 .is_err()
+        );
+    }
+
+    fn pool_of(names: &[&str]) -> UpstreamPool {
+        let invalid = names
+            .iter()
+            .map(|n| (n.to_string(), "unusable".to_string()))
+            .collect();
+        let timeouts = crate::upstream::UpstreamTimeouts {
+            connect: std::time::Duration::from_secs(1),
+            call: std::time::Duration::from_secs(1),
+        };
+        UpstreamPool::new(Vec::new(), invalid, timeouts).with_aliases(
+            crate::clients::aliases::Aliases::of_pairs(&[("mcp-store", "Test-Store")]),
+        )
+    }
+
+    /// What a search leaves for the LLM after `mentions` saw it, as (unavailable servers).
+    fn told(
+        mentions: &FailureMentions,
+        pool: &UpstreamPool,
+        session: &str,
+        query: (&str, Option<&str>),
+        failed: &[(&str, &str)],
+    ) -> Vec<String> {
+        let mut found = SearchResult {
+            matches: Vec::new(),
+            unavailable: failed
+                .iter()
+                .map(|(server, error)| Unavailable {
+                    server: server.to_string(),
+                    error: error.to_string(),
+                })
+                .collect(),
+            connected: Vec::new(),
+            not_searched: Vec::new(),
+        };
+        let query = SearchQuery::new(
+            query.0.into(),
+            query.1.map(String::from),
+            None,
+            Detail::Name,
+        );
+        mentions.mention_once(pool, session, &query, &mut found);
+        found.unavailable.into_iter().map(|u| u.server).collect()
+    }
+
+    #[test]
+    fn failed_servers_are_mentioned_once_per_session_and_when_asked_about() {
+        let pool = pool_of(&["broken", "Test-Store", "time"]);
+        let m = FailureMentions::default();
+        let both = [("broken", "failed to start"), ("Test-Store", "timed out")];
+        assert_eq!(
+            told(&m, &pool, "stdio", ("time", None), &both),
+            ["broken", "Test-Store"]
+        );
+        assert!(told(&m, &pool, "stdio", ("time", None), &both).is_empty());
+        // Another session is told too.
+        assert_eq!(
+            told(&m, &pool, "http-peer:1", ("time", None), &both).len(),
+            2
+        );
+        // A search about one of them: its words in the query, or its name (or alias) as filter.
+        assert_eq!(
+            told(&m, &pool, "stdio", ("broken tools", None), &both),
+            ["broken"]
+        );
+        assert_eq!(
+            told(&m, &pool, "stdio", ("store test orders", None), &both),
+            ["Test-Store"]
+        );
+        assert_eq!(
+            told(&m, &pool, "stdio", ("x", Some("mcp-store")), &both),
+            ["Test-Store"]
+        );
+        assert!(told(&m, &pool, "stdio", ("store orders", None), &both).is_empty());
+        // A new reason is news.
+        let changed = [("broken", "needs login"), ("Test-Store", "timed out")];
+        assert_eq!(
+            told(&m, &pool, "stdio", ("time", None), &changed),
+            ["broken"]
         );
     }
 

@@ -1,14 +1,18 @@
 //! `searchTools`, `getToolSchema` and `listServers`: their schemas, their arguments and their
 //! replies. The answers come from the live directory (`catalog::directory`), within what the
 //! server-wide policy lets the LLM call: a tool the policy refuses is not shown, and a server it
-//! closes entirely is not started by a search.
+//! closes entirely is not started by a search. A server that could not be searched is
+//! mentioned once per client session (`FailureMentions`), not in every answer; a name that
+//! resolves to nothing suggests the names likely meant.
 
 use rmcp::model::{CallToolResult, Tool};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::reply::{NoArgs, object, structured};
-use crate::catalog::directory::{self, SearchArgs, SearchQuery};
+use crate::catalog::directory::{
+    self, FailureMentions, SearchArgs, SearchQuery, ServerList, Viewer,
+};
 use crate::executor::Executor;
 
 pub(super) const SEARCH_TOOLS: &str = "searchTools";
@@ -65,13 +69,16 @@ pub(super) fn tools() -> [Tool; 3] {
 
 pub(super) async fn search(
     executor: &Executor,
+    mentions: &FailureMentions,
+    session: &str,
     args: SearchArgs,
 ) -> Result<CallToolResult, String> {
     let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
-    let found = directory::search_within(upstream, &reach, &query)
+    let mut found = directory::search_within(upstream, &reach, &query)
         .await
         .map_err(|e| e.to_string())?;
+    mentions.mention_once(upstream, session, &query, &mut found);
     let text = found.text(&query.text);
     structured(&found, text)
 }
@@ -81,9 +88,7 @@ pub(super) async fn schema(
     args: SchemaArgs,
 ) -> Result<CallToolResult, String> {
     let (upstream, reach) = executor.directory();
-    let schema = directory::tool_schema(upstream, &reach, &args.name)
-        .await
-        .map_err(|e| e.to_string())?;
+    let schema = directory::schema_for(upstream, &Viewer::of(reach), &args.name).await?;
     let text = format!("{}\n{}", schema.signature, schema.description);
     structured(&schema, text)
 }
@@ -108,5 +113,5 @@ pub(super) async fn servers(executor: &Executor, _: NoArgs) -> Result<CallToolRe
         })
         .collect::<Vec<_>>()
         .join("\n");
-    structured(&json!({ "servers": servers }), text)
+    structured(&ServerList { servers }, text)
 }

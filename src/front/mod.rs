@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::ClientLine;
 use crate::ask::client::{Offered, Question};
+use crate::catalog::directory::FailureMentions;
 use crate::executor::{Executor, TaskTime};
 use crate::ops::metrics::Metrics;
 use crate::sandbox::proto::Language;
@@ -69,6 +70,8 @@ pub struct Front {
     tasks: Arc<tasks::Tasks>,
     /// The log levels client sessions set (`logging/setLevel`), for live output.
     levels: Arc<live::Levels>,
+    /// The failed servers each client session was told of by `searchTools`.
+    mentions: Arc<FailureMentions>,
 }
 
 /// Who is calling: the client session (for rate limits and audit) and the request's
@@ -129,6 +132,7 @@ impl Front {
             parked: Arc::default(),
             tasks: Arc::new(tasks),
             levels: Arc::default(),
+            mentions: Arc::default(),
         }
     }
 
@@ -156,7 +160,10 @@ impl Front {
                 };
                 Ok(execute::run(&self.executor, language, args, context).await)
             }
-            catalog::SEARCH_TOOLS => catalog::search(&self.executor, parse(name, args)?).await,
+            catalog::SEARCH_TOOLS => {
+                let args = parse(name, args)?;
+                catalog::search(&self.executor, &self.mentions, &caller.session, args).await
+            }
             catalog::GET_TOOL_SCHEMA => catalog::schema(&self.executor, parse(name, args)?).await,
             catalog::LIST_SERVERS => catalog::servers(&self.executor, parse(name, args)?).await,
             health::HEALTH => {
@@ -263,7 +270,24 @@ fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, String> {
         Value::Null => Value::Object(Default::default()),
         other => other,
     };
-    serde_json::from_value(args).map_err(|e| format!("invalid arguments for {tool}: {e}"))
+    serde_json::from_value(args)
+        .map_err(|e| format!("invalid arguments for {tool}: {e}; {}", usage(tool)))
+}
+
+/// What a tool takes, for the message of a call whose arguments do not fit.
+fn usage(tool: &str) -> &'static str {
+    match tool {
+        execute::TYPESCRIPT | execute::PYTHON => {
+            "it takes {code: string, allowedTools?: string[] (tool names or * globs, e.g. \"mcp__time__*\"), timeoutMs?: integer}"
+        }
+        catalog::SEARCH_TOOLS => {
+            "it takes {query: string (a few keywords), server?: string, limit?: integer, detail?: \"name\" | \"summary\" | \"full\"}"
+        }
+        catalog::GET_TOOL_SCHEMA => {
+            "it takes {name: string}, a tool's name as searchTools gives it (mcp__<server>__<tool>)"
+        }
+        _ => "it takes no arguments: {}",
+    }
 }
 
 impl ServerHandler for Front {

@@ -106,24 +106,40 @@ const MIB: u64 = 1024 * 1024;
 /// How an out-of-memory diagnosis starts.
 const OUT_OF_MEMORY: &str = "out of memory";
 
+/// The user's error as the reply states it once, after the output (the reply adds its own
+/// `Error: ` before it): `Name: message` with the stack, the message line said once. A plain
+/// `Error` is not named (`boom`, not `Error: boom`); other names say something (`TypeError`,
+/// `NotCapable`, Python's `ToolCallError`) and stay.
 pub(crate) fn describe_user_error(error: Option<proto::UserError>) -> String {
     let Some(error) = error else {
         return "the code failed without an error value".into();
     };
-    let head = match (error.name.is_empty(), error.message.is_empty()) {
-        (true, _) => error.message.clone(),
+    let plain = error.name.is_empty() || error.name == PLAIN_ERROR;
+    let message = if plain {
+        strip_plain_prefix(&error.message)
+    } else {
+        error.message.as_str()
+    };
+    let head = match (plain, message.is_empty()) {
+        (true, true) => "an Error without a message".to_string(),
+        (true, false) => message.to_string(),
         (false, true) => error.name.clone(),
-        (false, false) => format!("{}: {}", error.name, error.message),
+        (false, false) => format!("{}: {message}", error.name),
     };
     // An allocation the worker's memory limit refused (V8: "RangeError: Array buffer
     // allocation failed"; Python: MemoryError) is named as such, like a fatal out-of-memory.
     let out_of_memory = head.contains("allocation failed") || error.name == "MemoryError";
-    let described = match error.stack {
-        // V8 stacks start with "Name: message" and Python tracebacks end with it; don't say
-        // it twice.
+    let described = match error.stack.as_deref() {
+        // V8 stacks start with "Name: message" and Python tracebacks hold it at their end (notes
+        // may follow it): the message line is said once.
         Some(stack) if !stack.is_empty() => {
-            if stack.starts_with(&head) || stack.trim_end().ends_with(&head) {
+            let stack = if plain {
+                strip_plain_prefix(stack)
+            } else {
                 stack
+            };
+            if holds_line(stack, &head) {
+                stack.to_string()
             } else {
                 format!("{head}\n{stack}")
             }
@@ -135,6 +151,38 @@ pub(crate) fn describe_user_error(error: Option<proto::UserError>) -> String {
     } else {
         described
     }
+}
+
+/// The name of JavaScript's plain `Error`, which says nothing the reply's own `Error: ` does not.
+const PLAIN_ERROR: &str = "Error";
+
+/// `text` without the `Error: ` a plain error's message or stack starts with (once or repeated,
+/// as in `new Error(String(e))`).
+fn strip_plain_prefix(text: &str) -> &str {
+    let mut text = text;
+    while let Some(rest) = text.strip_prefix("Error: ") {
+        text = rest;
+    }
+    // The stack of an error without a message starts with its bare name.
+    match text.strip_prefix("Error\n") {
+        Some(rest) if rest.trim_start().starts_with("at ") => rest,
+        _ => text,
+    }
+}
+
+/// Whether `text` holds `line` at the start of one of its lines, or after a module path there
+/// (Python's traceback names `pyodide.ffi.JsException` where the error's name is `JsException`).
+fn holds_line(text: &str, line: &str) -> bool {
+    text.match_indices(line).any(|(at, _)| {
+        let before = &text[..at];
+        let start = before.rfind('\n').map_or(0, |nl| nl + 1);
+        let prefix = &before[start..];
+        prefix.is_empty()
+            || (prefix.ends_with('.')
+                && prefix
+                    .chars()
+                    .all(|c| c == '.' || c == '_' || c.is_alphanumeric()))
+    })
 }
 
 pub(crate) fn diagnose_exit(
@@ -477,9 +525,68 @@ mod tests {
             message: "boom".into(),
             stack: Some("Error: boom\n    at <user code>:1:7".into()),
         };
+        assert_eq!(describe_user_error(Some(e)), "boom\n    at <user code>:1:7");
+    }
+
+    fn user_error(name: &str, message: &str, stack: Option<&str>) -> String {
+        describe_user_error(Some(proto::UserError {
+            name: name.into(),
+            message: message.into(),
+            stack: stack.map(String::from),
+        }))
+    }
+
+    #[test]
+    fn a_plain_error_is_not_named_and_others_are() {
+        // A refusal thrown into code: its message, then where, once.
         assert_eq!(
-            describe_user_error(Some(e)),
-            "Error: boom\n    at <user code>:1:7"
+            user_error(
+                "Error",
+                "tool `mcp__a__b` is not in allowedTools",
+                Some("Error: tool `mcp__a__b` is not in allowedTools\n    at user.ts:1:7")
+            ),
+            "tool `mcp__a__b` is not in allowedTools\n    at user.ts:1:7"
+        );
+        assert_eq!(user_error("Error", "Error: Error: x", None), "x");
+        assert_eq!(
+            user_error("Error", "", Some("Error\n    at user.ts:1:7")),
+            "an Error without a message\n    at user.ts:1:7"
+        );
+        assert_eq!(
+            user_error(
+                "TypeError",
+                "bad",
+                Some("TypeError: bad\n    at user.ts:2:1")
+            ),
+            "TypeError: bad\n    at user.ts:2:1"
+        );
+        assert_eq!(user_error("NotCapable", "no", None), "NotCapable: no");
+        // A stack that does not hold the message gets it first.
+        assert_eq!(
+            user_error("RangeError", "big", Some("    at user.ts:1:1")),
+            "RangeError: big\n    at user.ts:1:1"
+        );
+        // ... and one that holds it only inside another line gets it too.
+        assert_eq!(
+            user_error("Error", "boom", Some("SomeError: boom")),
+            "boom\nSomeError: boom"
+        );
+    }
+
+    #[test]
+    fn a_python_traceback_says_its_last_line_once_even_with_notes() {
+        let tb = "Traceback (most recent call last):\n  File \"<user code>\", line 1, in <module>\nToolCallError: refused";
+        assert_eq!(user_error("ToolCallError", "refused", Some(tb)), tb);
+        let noted = "Traceback (most recent call last):\n  File \"<user code>\", line 1, in <module>\nOSError: [Errno 23] Host is unreachable\nnetwork access is not available";
+        assert_eq!(
+            user_error("OSError", "[Errno 23] Host is unreachable", Some(noted)),
+            noted
+        );
+        // The traceback names the error with its module.
+        let qualified = "Traceback (most recent call last):\n  File \"<user code>\", line 2, in <module>\npyodide.ffi.JsException: NotCapable: no\nnote";
+        assert_eq!(
+            user_error("JsException", "NotCapable: no", Some(qualified)),
+            qualified
         );
     }
 }

@@ -9,9 +9,9 @@
 //!   one function body.
 //!
 //! The pieces of one part share one scope: none of them may have imports or exports (see the
-//! opening comment of each part's `00_private.js`). The tokenizer and source preparation pieces
-//! of the runner have their own tests in `tests/runner/` (run with the project's Deno by
-//! `scripts/test`).
+//! opening comment of each part's `00_private.js`). The tokenizer, source preparation and
+//! sandbox-limits pieces of the runner have their own tests in `tests/runner/` (run with the
+//! project's Deno by `scripts/test`).
 
 /// The isolate runner: every piece of `runner/`, in name order.
 pub(crate) const ISOLATE_SOURCE: &str = concat!(
@@ -23,6 +23,7 @@ pub(crate) const ISOLATE_SOURCE: &str = concat!(
     include_str!("runner/30_tokenizer.js"),
     include_str!("runner/31_typescript.js"),
     include_str!("runner/40_values.js"),
+    include_str!("runner/41_limits.js"),
     include_str!("runner/50_execute.js"),
     include_str!("runner/55_wrappers.js"),
     include_str!("runner/60_python.js"),

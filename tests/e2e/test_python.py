@@ -241,11 +241,12 @@ l = await list_servers()
     # Look-ups see (and start) only what the code may call.
     ex = ok_py(client, code, allowed=["mcp__Test-Store__*", "mcp__time__*"])
     s = ex.result["s"]
-    matches = s["matches"] if isinstance(s, dict) else s
+    matches = s["matches"]
     assert 1 <= len(matches) <= 3 and {m["server"] for m in matches} == {"Test-Store"}, ex.describe()
     assert "timezone" in ex.result["g"]["signature"]
     assert "timezone" in ex.result["g"]["inputSchema"]["properties"]
-    servers = ex.result["l"]["servers"] if isinstance(ex.result["l"], dict) else ex.result["l"]
+    # The helpers answer as the MCP tools do: `{servers: [...]}`.
+    servers = ex.result["l"]["servers"]
     assert {s["name"] for s in servers} == {"time", "git", "Test-Store", "broken"}
 
 

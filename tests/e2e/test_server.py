@@ -404,10 +404,11 @@ return { s, g, l };
 """
     # Look-ups see (and start) only what the code may call.
     ex = ok(client, code, allowed=["mcp__Test-Store__*", "mcp__time__*"])
-    matches = ex.result["s"]["matches"] if isinstance(ex.result["s"], dict) else ex.result["s"]
+    matches = ex.result["s"]["matches"]
     assert 1 <= len(matches) <= 3 and {m["server"] for m in matches} == {"Test-Store"}, ex.describe()
     assert "timezone" in ex.result["g"]["signature"]
-    servers = ex.result["l"]["servers"] if isinstance(ex.result["l"], dict) else ex.result["l"]
+    # The helpers answer as the MCP tools do: `{servers: [...]}`.
+    servers = ex.result["l"]["servers"]
     assert {s["name"] for s in servers} == {"time", "git", "Test-Store", "broken"}
 
 

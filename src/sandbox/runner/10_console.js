@@ -1,6 +1,7 @@
 // 10_console.js: output capture: the output budget and `output` messages (`emitOutput`),
 // console formatting and the user-facing `console` (`makeConsole`). Relies on 00-02; reads the
-// execution state of 50 and calls `cleanErrorText` (40).
+// execution state of 50 and `pyodide` (60), and calls `cleanErrorText` (40) and
+// `sandboxLimitsText` (41).
 
 // ---------------------------------------------------------------------------------------------
 // Output capture (console) with the output budget
@@ -33,6 +34,7 @@ function emitOutput(stream, text) {
     keepTail(stream, text);
     return;
   }
+  text = sandboxLimitsText(text, pyodide !== null);
   const remaining = outputLimit - outputSent;
   let bytes = utf8Length(text);
   if (bytes > remaining) {
@@ -74,8 +76,8 @@ function keepTail(stream, text) {
  */
 function flushOutputTail() {
   if (!outputClosed || outputUnsent === 0) return;
-  const text = outputTail;
-  const skipped = outputUnsent - utf8Length(text);
+  const skipped = outputUnsent - utf8Length(outputTail);
+  const text = sandboxLimitsText(outputTail, pyodide !== null);
   outputTail = "";
   outputUnsent = 0;
   send({ type: "output_tail", stream: outputTailStream, text, skipped });

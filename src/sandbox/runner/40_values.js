@@ -1,7 +1,7 @@
 // 40_values.js: errors and values: cleaning stack traces and code frames of user code
 // (`cleanErrorText`, `currentModuleMapper`), `describeError`, `valueToJson`, and `image` (an
-// image content block code can return). Relies on 01, 02, `inspectValue` (10) and
-// `WRAPPER_PREFIX` (31).
+// image content block code can return). Relies on 01, 02, `inspectValue` (10), `WRAPPER_PREFIX`
+// (31) and `sandboxLimitsText` (41); reads `pyodide` (60).
 
 // ---------------------------------------------------------------------------------------------
 // Errors and values
@@ -31,7 +31,8 @@ let currentModuleMapper = null;
 
 /**
  * Removes colours, replaces the user module's data: URL by `user.ts` (with user line numbers),
- * and drops stack frames that belong to this runner.
+ * drops stack frames that belong to this runner, and puts Deno's advice to run again with a
+ * permission flag in the sandbox's words (`sandboxLimitsText`).
  */
 function cleanErrorText(text, mapper) {
   let s = stripAnsi(text);
@@ -53,10 +54,11 @@ function cleanErrorText(text, mapper) {
     .replace(/\.eval \((user\.ts[^)]*)\)/g, ".<anonymous> ($1)")
     .replace(/\bModule\.__user__\b/g, "<main>");
   // Code frames of parse errors: user line 1 shares its module line with the wrapper.
-  return s.replace(
+  s = s.replace(
     FRAME_LINE1_RE,
     (_m, pad, rest, caretPad) => `${pad}1 | ${rest}` + (caretPad === undefined ? "" : `\n${caretPad}`),
   );
+  return sandboxLimitsText(s, pyodide !== null);
 }
 
 /**

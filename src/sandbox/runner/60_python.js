@@ -63,7 +63,7 @@ async def call_mcp_tool(name, tool=None, args=None, *, raw=False):
     return await _call("callTool", p)
 
 async def search_tools(query, server=None, limit=None, detail=None):
-    "Tools matching a query: [{name, server, description}...]; detail: 'name', 'summary' or 'full'."
+    "Tools matching a query, as the MCP tool searchTools answers: {matches: [{name, server, tool, description}...], ...}; detail: 'name', 'summary' or 'full'."
     if not isinstance(query, str):
         raise TypeError("search_tools: query must be a string")
     p = {"query": query}
@@ -84,7 +84,7 @@ async def get_tool_schema(name):
     return await _call("getToolSchema", {"name": _str(name, "name", "get_tool_schema")})
 
 async def list_servers():
-    "The configured MCP servers."
+    "The configured MCP servers, as the MCP tool listServers answers: {servers: [{name, state, tools, ...}...]}."
     return await _call("listServers", {})
 
 def _sampling(fn, system, max_tokens, model):
@@ -218,7 +218,19 @@ def _trim(te, seen):
     for t in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or ())):
         _trim(t, seen)
 
+_NETWORK = re.compile(r"/(?:socket|ssl|urllib/request|http/client)\.py$")
+_NO_NETWORK = "network access is not available in the sandbox; reach other systems through call_mcp_tool"
+
+def _explain(e):
+    "A network error (Pyodide has sockets but nowhere to connect) says what to do instead."
+    try:
+        if isinstance(e, OSError) and any(_NETWORK.search(f.filename or "") for f in traceback.extract_tb(e.__traceback__)):
+            e.add_note(_NO_NETWORK)
+    except BaseException:
+        pass
+
 def _error(e):
+    _explain(e)
     try:
         te = traceback.TracebackException.from_exception(e, limit=-300)
         _trim(te, set())
