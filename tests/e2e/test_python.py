@@ -169,7 +169,11 @@ except Exception as e:
     assert r["a"]["count"] == len(west)
     assert r["q"] == {"product_id": "P003", "country": "DE", "cost": 19.0}
     assert r["summary"] == store_server.stock_summary().model_dump()
-    assert [b["type"] for b in r["card"]["content"]] == ["text", "text", "image"], r["card"]
+    # The image block left the value: it follows the reply's text block as an image of its own.
+    blocks = r["card"]["content"]
+    assert [b["type"] for b in blocks[:2]] == ["text", "text"], r["card"]
+    assert blocks[2] == f"[image image/png, {len(store_server.PNG_1X1)} bytes: sent as content block 1]", r["card"]
+    assert [c.type for c in ex.raw.content] == ["text", "image"], ex.raw.content
     assert not r["card"].get("isError")
     assert r["raw_summary"]["structuredContent"] == store_server.stock_summary().model_dump()
     assert r["failure"] is not None, "a downstream isError result did not raise"

@@ -304,7 +304,10 @@ try {
 } catch (e) {
   failure = { isError: e instanceof Error, message: String(e.message) };
 }
-return { summary, card, thread, invoice, failure };
+// Blocks renamed so that the reply shows what the code saw (an image block returned as such
+// would leave the value and reach the client as an image: test_replies.py).
+const seen = (blocks) => blocks.map(({ type, ...rest }) => ({ kind: type, ...rest }));
+return { summary, card: seen(card), thread, invoice, failure };
 """
     allowed = [store(t) for t in ("get_stock_summary", "get_product_card", "get_ticket_thread",
                                   "get_order_invoice", "fail_with")]
@@ -314,7 +317,7 @@ return { summary, card, thread, invoice, failure };
     assert r["summary"] == store_server.stock_summary().model_dump()
     # A non-text block: the whole content array, nothing lost.
     card = r["card"]
-    assert isinstance(card, list) and [b["type"] for b in card] == ["text", "text", "image"], card
+    assert isinstance(card, list) and [b["kind"] for b in card] == ["text", "text", "image"], card
     assert card[0]["text"] == "27in 4K Monitor (P003)"
     assert card[1]["text"] == "Price: 379.00 USD, stock: 45"
     assert card[2]["mimeType"] == "image/png"
@@ -337,12 +340,13 @@ def test_call_tool_raw(client: McpClient) -> None:
 const card = await callMCPToolRaw("mcp__Test-Store__get_product_card", { product_id: "P001" });
 const summary = await callMCPToolRaw("Test-Store", "get_stock_summary", {});
 const failed = await callMCPToolRaw("mcp__Test-Store__fail_with", { message: "raw failure" });
-return { card, summary, failed };
+// Blocks renamed, as in test_result_shapes.
+return { card: { ...card, content: card.content.map(({ type, ...rest }) => ({ kind: type, ...rest })) }, summary, failed };
 """
     allowed = [store("get_product_card"), store("get_stock_summary"), store("fail_with")]
     ex = ok(client, code, allowed=allowed)
     r = ex.result
-    assert [b["type"] for b in r["card"]["content"]] == ["text", "text", "image"]
+    assert [b["kind"] for b in r["card"]["content"]] == ["text", "text", "image"]
     assert not r["card"].get("isError")
     assert r["summary"]["structuredContent"] == store_server.stock_summary().model_dump()
     assert r["summary"]["content"][0]["type"] == "text"
