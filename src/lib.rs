@@ -42,5 +42,6 @@ pub mod front;
 pub mod ops;
 pub mod sandbox;
 pub mod setup;
+pub(crate) mod text;
 pub mod upstream;
 pub mod wrappers;

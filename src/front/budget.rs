@@ -9,6 +9,7 @@
 use serde_json::{Map, Value};
 
 use crate::sandbox::outcome::CapturedOutput;
+use crate::text::{prefix, suffix};
 
 /// What a reply shows of an execution's output, return value and error.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +78,7 @@ pub(super) fn visible_bytes(text: &str, structured: &Value) -> usize {
 }
 
 /// Fits `parts` into `budget` bytes, `frame` being the rest of the structured content (the
-/// report's other fields): returns what is shown, the text block and the structured content.
+/// report's other fields): returns the text block and the structured content.
 pub(super) fn fit(parts: Parts, frame: Map<String, Value>, budget: usize) -> (String, Value) {
     let build = |shown: &Shown| {
         let mut structured = frame.clone();
@@ -92,13 +93,14 @@ pub(super) fn fit(parts: Parts, frame: Map<String, Value>, budget: usize) -> (St
         let structured = Value::Object(structured);
         (text(shown), structured)
     };
-    let whole = Shown {
-        output: parts.output.rendered(),
-        result: parts.result.clone().map(ShownResult::Whole),
-        error: parts.error.clone(),
-    };
     let sizes = Sizes::of(&parts);
     if parts.output.cut == 0 && sizes.total() <= budget {
+        // Small enough to be shown whole, unless the frame or JSON escaping tips it over.
+        let whole = Shown {
+            output: parts.output.rendered(),
+            result: parts.result.clone().map(ShownResult::Whole),
+            error: parts.error.clone(),
+        };
         let (text, structured) = build(&whole);
         if visible_bytes(&text, &structured) <= budget {
             return (text, structured);
@@ -144,7 +146,7 @@ impl Sizes {
     fn of(parts: &Parts) -> Self {
         let result_json = parts.result.as_ref().map(compact);
         Sizes {
-            output: parts.output.head.len() + parts.output.cut as usize + parts.output.tail.len(),
+            output: parts.output.total_bytes(),
             result: result_json.as_ref().map_or(0, String::len),
             error: parts.error.as_ref().map_or(0, String::len),
             result_json,
@@ -215,7 +217,7 @@ fn around(head: &str, marker: &str, tail: &str) -> String {
 /// The output cut to `allowance` bytes: its head and its tail around a marker (on line
 /// boundaries when one is near), counting what the host had already cut.
 fn cut_output(output: &CapturedOutput, allowance: usize, budget: usize) -> String {
-    let total = output.head.len() + output.cut as usize + output.tail.len();
+    let total = output.total_bytes();
     if output.cut == 0 && total <= allowance {
         return format!("{}{}", output.head, output.tail);
     }
@@ -234,7 +236,7 @@ fn cut_output(output: &CapturedOutput, allowance: usize, budget: usize) -> Strin
     let tail_len = (room - head_len).min(back.len());
     let head = line_prefix(front, head_len);
     let tail = line_suffix(back, tail_len);
-    let cut = total - head.len() - tail.len();
+    let cut = total.saturating_sub(head.len() + tail.len());
     let marker = if output.cut != 0
         && head.len() + tail.len() == output.head.len() + output.tail.len()
     {
@@ -253,7 +255,7 @@ fn cut_result(json: &str, allowance: usize, budget: usize) -> String {
     let room = allowance.saturating_sub(result_marker(total, total, budget).len());
     let head = prefix(json, room - room / 2);
     let tail = suffix(json, room / 2);
-    let cut = total - head.len() - tail.len();
+    let cut = total.saturating_sub(head.len() + tail.len());
     format!("{head}{}{tail}", result_marker(cut, total, budget))
 }
 
@@ -265,22 +267,8 @@ fn cut_error(error: &str, allowance: usize) -> String {
     let room = allowance.saturating_sub(error_marker(total, total).len() + 2);
     let head = line_prefix(error, room - room / 2);
     let tail = line_suffix(error, room / 2);
-    let cut = total - head.len() - tail.len();
+    let cut = total.saturating_sub(head.len() + tail.len());
     around(head, &error_marker(cut, total), tail)
-}
-
-/// The longest prefix of `s` of at most `max` bytes, on a character boundary.
-fn prefix(s: &str, max: usize) -> &str {
-    crate::sandbox::outcome::truncate(s, max)
-}
-
-/// The longest suffix of `s` of at most `max` bytes, on a character boundary.
-fn suffix(s: &str, max: usize) -> &str {
-    let mut start = s.len().saturating_sub(max);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
 }
 
 /// A prefix of at most `max` bytes that ends after a newline when one is in its last quarter.
@@ -424,6 +412,27 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("of the error cut here")
+        );
+    }
+
+    #[test]
+    fn a_worker_claiming_an_absurd_cut_is_shown_within_the_budget() {
+        let mut buffer = crate::sandbox::outcome::OutputBuffer::new(8);
+        buffer.push(crate::sandbox::proto::Stream::Stdout, "0123456789");
+        buffer.end_with(u64::MAX, "the end\n".into());
+        let output = buffer.finish();
+        assert_eq!(output.cut, u64::MAX);
+        let (text, _) = fitted(
+            Parts {
+                output,
+                result: None,
+                error: None,
+            },
+            4000,
+        );
+        assert!(
+            text.starts_with("01234567\n[... ") && text.ends_with("the end\n"),
+            "{text}"
         );
     }
 

@@ -30,9 +30,10 @@ pub(super) fn implementation() -> Implementation {
     Implementation::new("code-executor", env!("CARGO_PKG_VERSION"))
 }
 
-/// Whether the request was made on a protocol without the `initialize` handshake
-/// (2026-07-28 or later), whose results name their server in `_meta`.
-fn stateless(context: &RequestContext<RoleServer>) -> bool {
+/// Whether a request was made on a protocol without the `initialize` handshake (2026-07-28 or
+/// later): its client says what it offers with each request and is asked in `input_required`
+/// rounds, and its results name their server.
+pub(super) fn handshake_free(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
         .is_some_and(|version| !version.has_initialize())
@@ -41,7 +42,8 @@ fn stateless(context: &RequestContext<RoleServer>) -> bool {
 /// Puts our identity into a result's `_meta` when the request was made on a protocol whose
 /// results carry it, beside what is there (an identity already there stays).
 pub(super) fn identify(meta: &mut Option<MetaObject>, context: &RequestContext<RoleServer>) {
-    if stateless(context) {
+    // Results on a protocol without the `initialize` handshake name their server.
+    if handshake_free(context) {
         put_identity(meta);
     }
 }

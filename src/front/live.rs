@@ -81,10 +81,7 @@ impl Levels {
         session: &str,
         context: &RequestContext<RoleServer>,
     ) -> Option<LoggingLevel> {
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| !v.has_initialize());
-        if modern {
+        if super::conform::handshake_free(context) {
             return None;
         }
         if let Some(level) = context.meta.log_level() {
@@ -137,22 +134,10 @@ fn log_level_of(stream: Stream) -> (LoggingLevel, &'static str) {
     }
 }
 
-fn rank(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
-}
-
 /// Whether a stream's lines are logged to a client that set `level`.
 fn passes(stream: Stream, level: LoggingLevel) -> bool {
-    rank(log_level_of(stream).0) >= rank(level)
+    // Declared from the least to the most severe.
+    log_level_of(stream).0 as u8 >= level as u8
 }
 
 /// The line that stands for `n` lines not shown.

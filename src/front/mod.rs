@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     CompleteRequestParams, CompleteResult, ContentBlock, DiscoverResult, GetTaskParams,
     GetTaskResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -236,23 +236,12 @@ impl Front {
         session: &str,
         context: &RequestContext<RoleServer>,
     ) -> (ClientLine, mpsc::UnboundedReceiver<Question>) {
-        let timeout = self.executor.ask_timeout();
-        let stdio = session == "stdio";
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| !v.has_initialize());
-        if modern {
+        if conform::handshake_free(context) {
             let declared = context.meta.client_capabilities().unwrap_or_default();
-            let offered = Offered {
-                sampling: declared.sampling.is_some(),
-                elicitation: declared.elicitation.is_some(),
-            };
-            if stdio {
-                self.upstream.set_offered(offered);
-            }
-            return ClientLine::rounds(offered, timeout);
+            return self.rounds_line(session, &declared);
         }
-        let line = if stdio {
+        let timeout = self.executor.ask_timeout();
+        let line = if session == "stdio" {
             let line = ClientLine::requests(context.peer.clone(), timeout);
             self.upstream.set_offered(line.offered());
             line
@@ -262,6 +251,26 @@ impl Front {
             )
         };
         (line, mpsc::unbounded_channel().1)
+    }
+}
+
+impl Front {
+    /// A line whose questions travel in the answers to the client's requests (`input_required`
+    /// rounds, or a task's `inputRequests`), offering what the client declares. Over stdio
+    /// that is also what downstream servers are offered.
+    fn rounds_line(
+        &self,
+        session: &str,
+        declared: &ClientCapabilities,
+    ) -> (ClientLine, mpsc::UnboundedReceiver<Question>) {
+        let offered = Offered {
+            sampling: declared.sampling.is_some(),
+            elicitation: declared.elicitation.is_some(),
+        };
+        if session == "stdio" {
+            self.upstream.set_offered(offered);
+        }
+        ClientLine::rounds(offered, self.executor.ask_timeout())
     }
 }
 

@@ -34,8 +34,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Caller, Front, execute};
-use crate::ask::ClientLine;
-use crate::ask::client::{Offered, Question};
+
+use crate::ask::client::Question;
 use crate::config::settings::Settings;
 use crate::executor::TaskTime;
 use crate::sandbox::tap::OutputTap;
@@ -376,14 +376,7 @@ impl Front {
         };
         // Questions go into the task's `inputRequests`, whatever the client's protocol.
         let declared = context.client_capabilities().unwrap_or_default();
-        let offered = Offered {
-            sampling: declared.sampling.is_some(),
-            elicitation: declared.elicitation.is_some(),
-        };
-        if session == "stdio" {
-            self.upstream.set_offered(offered);
-        }
-        let (line, mut questions) = ClientLine::rounds(offered, self.executor.ask_timeout());
+        let (line, mut questions) = self.rounds_line(&session, &declared);
         let limits = self.tasks.limits;
         let caller = Caller {
             session,

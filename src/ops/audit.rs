@@ -34,11 +34,8 @@ pub(crate) fn clip_name(name: &str) -> Cow<'_, str> {
     if name.len() <= MAX_RECORDED_NAME_BYTES {
         return Cow::Borrowed(name);
     }
-    let mut end = MAX_RECORDED_NAME_BYTES;
-    while !name.is_char_boundary(end) {
-        end -= 1;
-    }
-    Cow::Owned(format!("{}…(+{} bytes)", &name[..end], name.len() - end))
+    let kept = crate::text::prefix(name, MAX_RECORDED_NAME_BYTES);
+    Cow::Owned(format!("{kept}…(+{} bytes)", name.len() - kept.len()))
 }
 
 #[derive(Debug, thiserror::Error)]

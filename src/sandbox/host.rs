@@ -31,11 +31,11 @@ use tokio_util::sync::CancellationToken;
 use super::jail;
 use super::launch::{Purpose, WorkerConfig};
 use super::outcome::{
-    EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit, truncate,
-    within_deadline,
+    EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit, within_deadline,
 };
 use super::proto::{self, EndReason, HostRequest, Language, ProcessMessage, WorkerMessage};
 use super::{runner, stage};
+use crate::text::prefix;
 
 /// How many answered host calls of one execution may wait for the process to read them (in the
 /// writer's queue, and as many again in the execution's) before the host stops collecting more
@@ -556,7 +556,7 @@ impl Drop for WorkerProcess {
 /// The words for an isolate the supervisor ended before it reported `done`.
 fn ended_early(reason: EndReason, message: Option<String>) -> Ending {
     let detail = message
-        .map(|m| format!(": {}", truncate(&m, 2000)))
+        .map(|m| format!(": {}", prefix(&m, 2000)))
         .unwrap_or_default();
     match reason {
         EndReason::Cancelled => Ending::Cancelled,
@@ -722,7 +722,7 @@ impl Starting {
         };
         tracing::debug!(
             ?status,
-            stderr = truncate(&stderr, 4000),
+            stderr = prefix(&stderr, 4000),
             "worker process stopped"
         );
         diagnose_exit(status, &stderr, self.heap_limit_mb, self.max_file_bytes)

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::proto::{self, Stream};
 use super::tap::OutputTap;
+use crate::text::{prefix, suffix};
 
 /// The result of one run.
 #[derive(Debug, Clone)]
@@ -217,22 +218,8 @@ pub(crate) fn diagnose_exit(
     if tail.is_empty() {
         format!("the worker {how} before finishing")
     } else {
-        format!(
-            "the worker {how} before finishing: {}",
-            truncate(tail, 2000)
-        )
+        format!("the worker {how} before finishing: {}", prefix(tail, 2000))
     }
-}
-
-pub(crate) fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// The most of an output's end the host keeps once the output passed its limit (bytes).
@@ -257,6 +244,12 @@ impl CapturedOutput {
             head: text.into(),
             ..CapturedOutput::default()
         }
+    }
+
+    /// The bytes the output had: those kept and those cut.
+    pub(crate) fn total_bytes(&self) -> usize {
+        (self.head.len() + self.tail.len())
+            .saturating_add(usize::try_from(self.cut).unwrap_or(usize::MAX))
     }
 
     /// The output as one text, with a marker where bytes were cut.
@@ -329,7 +322,7 @@ impl OutputBuffer {
         let kept = if text.len() <= room && self.dropped == 0 {
             text
         } else {
-            let kept = truncate(text, room);
+            let kept = prefix(text, room);
             self.dropped += (text.len() - kept.len()) as u64;
             kept
         };
@@ -345,18 +338,17 @@ impl OutputBuffer {
         if self.end.is_some() {
             return;
         }
-        let mut start = text.len().saturating_sub(TAIL_LIMIT);
-        while !text.is_char_boundary(start) {
-            start += 1;
-        }
-        self.end = Some((skipped + start as u64, text[start..].to_string()));
+        let tail = suffix(&text, TAIL_LIMIT);
+        let dropped = (text.len() - tail.len()) as u64;
+        // `skipped` is the worker's word: counted, never trusted not to overflow.
+        self.end = Some((skipped.saturating_add(dropped), tail.to_string()));
     }
 
     pub(crate) fn finish(self) -> CapturedOutput {
         let (skipped, tail) = self.end.unwrap_or_default();
         CapturedOutput {
             head: self.text,
-            cut: self.dropped + skipped,
+            cut: self.dropped.saturating_add(skipped),
             tail,
         }
     }

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use tokio::sync::Notify;
 
 use super::proto::Stream;
+use crate::text::prefix;
 
 /// Lines held for the reader, counted as their bytes plus one each (so that a flood of empty
 /// lines is bounded too): the newest lines up to this size are what one take returns.
@@ -106,7 +107,7 @@ impl State {
                 continue;
             }
             let room = LINE_BYTES - partial.text.len();
-            let kept = truncate(body, room);
+            let kept = prefix(body, room);
             partial.text.push_str(kept);
             let overflow = kept.len() < body.len();
             if !(ends || overflow) {
@@ -137,18 +138,6 @@ impl State {
             }
         }
     }
-}
-
-/// `s` cut to at most `max` bytes, on a character boundary.
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// The tap of one execution (one `tools/call`), shared by the host that writes it and the front

@@ -39,15 +39,19 @@ class Wire:
         self.source = source
         self.ids = 0
 
-    def send(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
-        """The JSON-RPC response (with `result` or `error`)."""
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The next JSON-RPC request, its `_meta` saying what a 2026-07-28 client says."""
         self.ids += 1
         meta = {
             "io.modelcontextprotocol/protocolVersion": PROTOCOL,
             "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "0"},
             "io.modelcontextprotocol/clientCapabilities": self.capabilities,
         }
-        body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": {**params, "_meta": meta}}
+        return {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": {**params, "_meta": meta}}
+
+    def send(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        """The JSON-RPC response (with `result` or `error`)."""
+        body = self.request(method, params)
         headers = {
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -114,13 +118,7 @@ class StdioWire(Wire):
         threading.Thread(target=lambda: [self.lines.put(line) for line in proc.stdout], daemon=True).start()
 
     def send(self, method: str, params: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
-        self.ids += 1
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-            "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": self.capabilities,
-        }
-        body = {"jsonrpc": "2.0", "id": self.ids, "method": method, "params": {**params, "_meta": meta}}
+        body = self.request(method, params)
         assert self.proc.stdin
         self.proc.stdin.write((json.dumps(body) + "\n").encode())
         self.proc.stdin.flush()
