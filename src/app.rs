@@ -21,6 +21,7 @@ use crate::sandbox::launch::{self, WorkerConfig};
 use crate::sandbox::runtimes::{self, Runtimes};
 use crate::sandbox::snapshot;
 use crate::upstream::{UpstreamPool, UpstreamTimeouts};
+use crate::workspace::Space;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -174,11 +175,19 @@ impl App {
             audit.clone(),
             metrics.clone(),
         ));
+        let space = match Space::open(&settings) {
+            Ok(space) => space.map(Arc::new),
+            Err(e) => {
+                tracing::warn!("{e}: executions run without a workspace");
+                None
+            }
+        };
         let wiring = Wiring {
             gate,
             upstream: upstream.clone(),
             audit: audit.clone(),
             metrics: metrics.clone(),
+            space,
         };
         let executor = Arc::new(Executor::new(
             settings.clone(),

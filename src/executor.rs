@@ -36,6 +36,7 @@ use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
+use crate::workspace::Space;
 
 /// What the client asked to run.
 #[derive(Debug, Clone)]
@@ -148,6 +149,8 @@ pub(crate) struct Wiring {
     pub upstream: Arc<UpstreamPool>,
     pub audit: Arc<AuditLog>,
     pub metrics: Arc<Metrics>,
+    /// The project's workspace, when workspaces are on and it could be opened.
+    pub space: Option<Arc<Space>>,
 }
 
 /// An execution as it ended: the client's report and what the audit and metrics record of it.
@@ -170,6 +173,7 @@ pub struct Executor {
     upstream: Arc<UpstreamPool>,
     audit: Arc<AuditLog>,
     metrics: Arc<Metrics>,
+    space: Option<Arc<Space>>,
     ids: AtomicU64,
     slots: Arc<Semaphore>,
     /// Executions waiting for a slot, and running: the gauges `/metrics` serves.
@@ -215,6 +219,7 @@ impl Executor {
             upstream: wiring.upstream,
             audit: wiring.audit,
             metrics: wiring.metrics,
+            space: wiring.space,
             ids: AtomicU64::new(0),
             waiting,
             running,
@@ -289,6 +294,12 @@ impl Executor {
     /// The settings executions run with.
     pub(crate) fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The project's workspace, when there is one.
+    #[allow(dead_code)] // for the skills in search results
+    pub(crate) fn space(&self) -> Option<&Arc<Space>> {
+        self.space.as_ref()
     }
 
     /// How long the client's answer to a question is waited for.
@@ -404,6 +415,7 @@ impl Executor {
         let host = Arc::new(HostSide {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
+            space: self.space.clone(),
             calls: ExecutionCalls::new(
                 asking,
                 execution_id,
@@ -570,6 +582,9 @@ impl Readiness for Executor {
 struct HostSide {
     gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
+    /// The project's workspace (files and skills), when there is one.
+    #[allow(dead_code)] // used by the workspace and skills host calls
+    space: Option<Arc<Space>>,
     calls: ExecutionCalls,
 }
 

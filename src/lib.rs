@@ -22,6 +22,8 @@
 //!   a tool call leaves, the downstream servers' questions relayed).
 //! - `config`: the server's own settings. `ops`: the audit trail and the metrics.
 //! - `appliance`: the container's relay, healthcheck and posture report.
+//! - `workspace`: what persists between executions, only through the host: the project's
+//!   files, its saved skills.
 //! - `app`: the assembly of all of it from the settings, shared by every subcommand (`main.rs`
 //!   holds the command line, one function per subcommand).
 //!
@@ -44,4 +46,5 @@ pub mod sandbox;
 pub mod setup;
 pub(crate) mod text;
 pub mod upstream;
+pub mod workspace;
 pub mod wrappers;

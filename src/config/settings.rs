@@ -198,7 +198,72 @@ pub(crate) struct RawSettings {
     /// oldest finished one is dropped, and a call is refused when all are running. 0 turns
     /// tasks off. Default 16.
     pub max_tasks_per_session: Option<usize>,
+    /// The project's workspace: files (`workspace.readText(...)`) and skills (`saveSkill`)
+    /// that persist between executions, reached only through host calls. Default true.
+    pub workspace: Option<bool>,
+    /// Where the workspaces live, one directory per project (the appliance: a volume).
+    /// Default: `$XDG_DATA_HOME/code-executor/workspaces`.
+    pub workspace_dir: Option<PathBuf>,
+    /// Bytes the files of one project's workspace may hold together. Default 104857600.
+    pub workspace_max_bytes: Option<u64>,
+    /// Files one project's workspace may hold. Default 10000.
+    pub workspace_max_files: Option<u64>,
+    /// Largest file in a workspace, in bytes (at most 3 MiB: one pipe message carries it).
+    /// Default 2097152.
+    pub workspace_max_file_bytes: Option<u64>,
+    /// Personal data in what reaches the client: `off`, or `tokenize` (replaced by stable
+    /// tokens such as `[EMAIL_1]`, and put back in tool-call arguments). Default off.
+    pub pii: Option<PiiMode>,
+    /// The kinds `tokenize` replaces: `email`, `phone`, `card`, `iban`, `national_id`, `ip`.
+    /// Default: all of them.
+    pub pii_kinds: Option<Vec<PiiKind>>,
 }
+
+/// What happens to personal data on its way to the client.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PiiMode {
+    /// It passes unchanged.
+    #[default]
+    Off,
+    /// It is replaced by tokens that stand for it within the client session.
+    Tokenize,
+}
+
+/// A kind of personal data `pii = "tokenize"` recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PiiKind {
+    Email,
+    Phone,
+    Card,
+    Iban,
+    NationalId,
+    Ip,
+}
+
+impl PiiKind {
+    pub const ALL: [PiiKind; 6] = [
+        PiiKind::Email,
+        PiiKind::Phone,
+        PiiKind::Card,
+        PiiKind::Iban,
+        PiiKind::NationalId,
+        PiiKind::Ip,
+    ];
+}
+
+/// The project workspace's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkspaceQuota {
+    pub max_bytes: u64,
+    pub max_files: u64,
+    pub max_file_bytes: u64,
+}
+
+/// Largest `workspace_max_file_bytes`: a file's bytes cross the worker pipe in one message
+/// (base64, within the 4 MiB line limit).
+pub const MAX_WORKSPACE_FILE_BYTES: u64 = 3 * 1024 * 1024;
 
 /// Validated settings with every default applied.
 #[derive(Debug, Clone)]
@@ -251,6 +316,11 @@ pub struct Settings {
     pub task_max: Duration,
     pub task_ttl: Duration,
     pub max_tasks_per_session: usize,
+    /// The project workspace's root directory for all projects, when workspaces are on.
+    pub workspace_dir: Option<PathBuf>,
+    pub workspace_quota: WorkspaceQuota,
+    pub pii: PiiMode,
+    pub pii_kinds: Vec<PiiKind>,
     /// The settings file that was read, if any.
     pub source: Option<PathBuf>,
 }
@@ -388,6 +458,26 @@ impl Settings {
             task_max: Duration::from_millis(raw.task_max_ms.unwrap_or(3_600_000)),
             task_ttl: Duration::from_millis(raw.task_ttl_ms.unwrap_or(600_000)),
             max_tasks_per_session: raw.max_tasks_per_session.unwrap_or(16),
+            workspace_dir: raw.workspace.unwrap_or(true).then(|| {
+                raw.workspace_dir
+                    .clone()
+                    .unwrap_or_else(|| own_data_dir().join("workspaces"))
+            }),
+            workspace_quota: WorkspaceQuota {
+                max_bytes: raw.workspace_max_bytes.unwrap_or(100 * 1024 * 1024),
+                max_files: raw.workspace_max_files.unwrap_or(10_000),
+                max_file_bytes: raw.workspace_max_file_bytes.unwrap_or(2 * 1024 * 1024),
+            },
+            pii: raw.pii.unwrap_or_default(),
+            pii_kinds: {
+                let mut kinds = raw
+                    .pii_kinds
+                    .clone()
+                    .unwrap_or_else(|| PiiKind::ALL.to_vec());
+                kinds.sort();
+                kinds.dedup();
+                kinds
+            },
             source,
         };
         settings.check()?;
@@ -463,6 +553,25 @@ impl Settings {
         }
         if self.task_ttl < Duration::from_secs(1) {
             return invalid("task_ttl_ms", "must be at least 1000");
+        }
+        let quota = self.workspace_quota;
+        if quota.max_file_bytes == 0 || quota.max_file_bytes > MAX_WORKSPACE_FILE_BYTES {
+            return invalid(
+                "workspace_max_file_bytes",
+                "must be between 1 and 3145728 (a file crosses the worker pipe in one message)",
+            );
+        }
+        if quota.max_bytes < quota.max_file_bytes {
+            return invalid(
+                "workspace_max_bytes",
+                "must be at least workspace_max_file_bytes",
+            );
+        }
+        if quota.max_files == 0 {
+            return invalid("workspace_max_files", "must be at least 1");
+        }
+        if self.pii == PiiMode::Tokenize && self.pii_kinds.is_empty() {
+            return invalid("pii_kinds", "names no kind; set pii = \"off\" instead");
         }
         if let Some(root) = self.roots.iter().find(|r| !r.starts_with("file://")) {
             return invalid("roots", &format!("`{root}` is not a file:// URI"));

@@ -1,0 +1,237 @@
+//! The project's workspace: what persists between executions, and only ever through the host.
+//! Sandboxed code has no file-system permission on it; it asks the host over the worker pipe,
+//! and the host resolves every path beneath the project's root with `cap-std` (on Linux
+//! `openat2` with `RESOLVE_BENEATH`), so no `..`, absolute path or link leads out of it.
+//!
+//! One directory per project under `workspace_dir` (`<project name>-<hash of its path>`), mode
+//! 0700, holding `files/` (what `workspace.readText(...)` and friends reach) and `skills/`
+//! (modules saved with `saveSkill`). This module owns where a project's workspace is, opening
+//! it as directory capabilities, the lock that serialises the writers of one project across
+//! processes, and the atomic replacement of a file (readers see the old bytes or the new ones,
+//! never part of either).
+
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, OpenOptions};
+use nix::fcntl::{Flock, FlockArg};
+use sha2::{Digest, Sha256};
+
+use crate::config::settings::{Settings, WorkspaceQuota};
+
+/// The directory of the files code reads and writes, inside a project's workspace.
+pub const FILES_DIR: &str = "files";
+/// The directory of the saved skills, inside a project's workspace.
+pub const SKILLS_DIR: &str = "skills";
+/// The lock file, inside a project's workspace (beside `files/` and `skills/`).
+const LOCK_FILE: &str = ".lock";
+/// How temporary files of an atomic write begin; never a name code may use.
+pub const TEMP_PREFIX: &str = ".code-executor-tmp-";
+
+/// A workspace that cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SpaceError {
+    #[error("cannot create the workspace directory {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot open the workspace directory {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One project's workspace, opened.
+#[derive(Debug)]
+pub struct Space {
+    root: PathBuf,
+    root_dir: Dir,
+    files: Dir,
+    skills: Dir,
+    quota: WorkspaceQuota,
+}
+
+/// Held while one writer changes a project's workspace; other writers (of this process or any
+/// other serving the same project) wait.
+pub struct SpaceLock {
+    _lock: Flock<std::fs::File>,
+}
+
+impl Space {
+    /// The workspace of the settings' project, when workspaces are on (`workspace`).
+    pub fn open(settings: &Settings) -> Result<Option<Space>, SpaceError> {
+        match &settings.workspace_dir {
+            Some(dir) => {
+                Space::open_at(dir, &settings.project_dir, settings.workspace_quota).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The workspace of `project_dir` under `workspace_dir`, created (mode 0700) if missing.
+    pub fn open_at(
+        workspace_dir: &Path,
+        project_dir: &Path,
+        quota: WorkspaceQuota,
+    ) -> Result<Space, SpaceError> {
+        let root = workspace_dir.join(project_key(project_dir));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true).mode(0o700);
+        for dir in [root.join(FILES_DIR), root.join(SKILLS_DIR)] {
+            builder.create(&dir).map_err(|source| SpaceError::Create {
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let open = |path: PathBuf| {
+            Dir::open_ambient_dir(&path, ambient_authority())
+                .map_err(|source| SpaceError::Open { path, source })
+        };
+        Ok(Space {
+            root_dir: open(root.clone())?,
+            files: open(root.join(FILES_DIR))?,
+            skills: open(root.join(SKILLS_DIR))?,
+            root,
+            quota,
+        })
+    }
+
+    /// The project's workspace directory (for the user: `code-executor workspace path`).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The files code reads and writes: every path is resolved beneath it.
+    pub fn files(&self) -> &Dir {
+        &self.files
+    }
+
+    /// The saved skills.
+    pub fn skills(&self) -> &Dir {
+        &self.skills
+    }
+
+    pub fn quota(&self) -> WorkspaceQuota {
+        self.quota
+    }
+
+    /// Waits for, then holds, the project's write lock (blocking: call it off the runtime's
+    /// threads, as every file operation here).
+    pub fn exclusive(&self) -> std::io::Result<SpaceLock> {
+        let file = self
+            .root_dir
+            .open_with(
+                LOCK_FILE,
+                OpenOptions::new().read(true).write(true).create(true),
+            )?
+            .into_std();
+        let lock = Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| std::io::Error::from(errno))?;
+        Ok(SpaceLock { _lock: lock })
+    }
+}
+
+/// The name of a project's workspace directory: the project directory's own name (letters,
+/// digits, `.`, `_` and `-`, at most 40) and 16 hex digits of the SHA-256 of its canonical
+/// path, so two projects of the same name never share one.
+pub fn project_key(project_dir: &Path) -> String {
+    let path = std::fs::canonicalize(project_dir).unwrap_or_else(|_| project_dir.to_path_buf());
+    let name: String = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .take(40)
+        .collect();
+    let name = name.trim_start_matches('.');
+    let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+    let hash = hex::encode(&digest[..8]);
+    if name.is_empty() {
+        hash
+    } else {
+        format!("{name}-{hash}")
+    }
+}
+
+/// Replaces `path` (relative to `dir`, its parent directory existing) with `bytes` atomically:
+/// written to a temporary file beside it, flushed to disk, then renamed over it. A reader sees
+/// the old file or the new one; a failed write leaves the old one and no temporary file.
+/// A hard link at `path` is replaced, never written through.
+pub fn replace_file(dir: &Dir, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new(""));
+    let temp = parent.join(format!("{TEMP_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+    let written = (|| {
+        let mut file = dir.open_with(&temp, OpenOptions::new().write(true).create_new(true))?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        dir.rename(&temp, dir, path)
+    })();
+    if written.is_err() {
+        let _ = dir.remove_file(&temp);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quota() -> WorkspaceQuota {
+        WorkspaceQuota {
+            max_bytes: 1 << 20,
+            max_files: 100,
+            max_file_bytes: 1 << 16,
+        }
+    }
+
+    #[test]
+    fn projects_of_one_name_get_workspaces_of_their_own() {
+        let base = tempfile::tempdir().unwrap();
+        let (a, b) = (base.path().join("a/app"), base.path().join("b/app"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        let (ka, kb) = (project_key(&a), project_key(&b));
+        assert!(
+            ka.starts_with("app-") && kb.starts_with("app-"),
+            "{ka} {kb}"
+        );
+        assert_ne!(ka, kb);
+        assert_eq!(project_key(&a.join("../app")), ka);
+        assert!(!project_key(Path::new("/")).is_empty());
+        assert!(!project_key(Path::new("/tmp/..hidden")).starts_with('.'));
+    }
+
+    #[test]
+    fn a_workspace_is_private_and_a_replaced_file_is_whole() {
+        let base = tempfile::tempdir().unwrap();
+        let space = Space::open_at(&base.path().join("ws"), base.path(), quota()).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(space.root())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let _lock = space.exclusive().unwrap();
+        replace_file(space.files(), Path::new("a.txt"), b"one").unwrap();
+        replace_file(space.files(), Path::new("a.txt"), b"two").unwrap();
+        assert_eq!(space.files().read("a.txt").unwrap(), b"two");
+        let names: Vec<String> = space
+            .files()
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.txt"]);
+        // A hard link is replaced, not written through.
+        let outside = base.path().join("outside.txt");
+        std::fs::write(&outside, b"keep").unwrap();
+        std::fs::hard_link(&outside, space.root().join(FILES_DIR).join("b.txt")).unwrap();
+        replace_file(space.files(), Path::new("b.txt"), b"new").unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+    }
+}
