@@ -75,7 +75,8 @@ pub(super) async fn search(
 ) -> Result<CallToolResult, String> {
     let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
-    let mut found = directory::search_within(upstream, &reach, &query)
+    let skills = crate::executor::skill_entries(executor.space()).await;
+    let mut found = directory::search_within(upstream, &reach, &query, &skills)
         .await
         .map_err(|e| e.to_string())?;
     mentions.mention_once(upstream, session, &query, &mut found);
