@@ -603,6 +603,9 @@ impl HostSide {
                 let skills = skill_entries(self.space.as_ref()).await;
                 as_value(directory::search_within(&self.upstream, &reach, &query, &skills).await)
             }
+            HostRequest::GetToolSchema { name } if skill_module(&name).is_some() => {
+                skill_schema(self.space.clone(), name).await
+            }
             HostRequest::GetToolSchema { name } => {
                 let viewer = Viewer {
                     reach,
@@ -652,6 +655,8 @@ impl HostCalls for HostSide {
 
 /// Most skills one execution loads (the ones it imports and theirs).
 const MAX_SKILLS_LOADED: usize = 64;
+/// Most bytes of skill code one `loadSkills` answer carries.
+const MAX_SKILL_BYTES_LOADED: usize = 2 * 1024 * 1024;
 
 /// Saves or loads skills in the project's workspace (file work off the runtime's threads).
 async fn skill_call(space: Option<Arc<Space>>, request: HostRequest) -> Result<Value, String> {
@@ -684,9 +689,16 @@ async fn skill_call(space: Option<Arc<Space>>, request: HostRequest) -> Result<V
             // Per name: a skill that cannot be loaded fails only the import that names it.
             let mut loaded = Vec::new();
             let mut errors = serde_json::Map::new();
+            let mut bytes = 0;
             for name in names {
                 match skills::load(&space, std::slice::from_ref(&name), language) {
-                    Ok(mut found) => loaded.append(&mut found),
+                    Ok(found) if bytes + found[0].code.len() > MAX_SKILL_BYTES_LOADED => {
+                        errors.insert(name, format!("the skills this execution imports pass {MAX_SKILL_BYTES_LOADED} bytes together; import fewer").into());
+                    }
+                    Ok(mut found) => {
+                        bytes += found[0].code.len();
+                        loaded.append(&mut found);
+                    }
                     Err(e) => {
                         errors.insert(name, e.to_string().into());
                     }
@@ -700,6 +712,42 @@ async fn skill_call(space: Option<Arc<Space>>, request: HostRequest) -> Result<V
         .await
         .map_err(|e| format!("skills: {e}"))?
         .map_err(|e| e.to_string())
+}
+
+/// The skill a `getToolSchema` name names (`skills/<name>.ts`, `skills/<name>.py`, `skills/<name>`).
+pub(crate) fn skill_module(asked: &str) -> Option<&str> {
+    let rest = asked.strip_prefix("skills/")?;
+    Some(
+        rest.strip_suffix(".ts")
+            .or_else(|| rest.strip_suffix(".py"))
+            .unwrap_or(rest),
+    )
+}
+
+/// `getToolSchema("skills/<name>.ts")`: the skill's description, exports and import line.
+pub(crate) async fn skill_schema(
+    space: Option<Arc<Space>>,
+    asked: String,
+) -> Result<Value, String> {
+    let Some(space) = space else {
+        return Err("skills need the workspace, which is off (setting workspace = false)".into());
+    };
+    let name = skill_module(&asked).unwrap_or_default().to_string();
+    let shown = tokio::task::spawn_blocking(move || skills::show(&space, &name))
+        .await
+        .map_err(|e| format!("skills: {e}"))?
+        .map_err(|e| e.to_string())?;
+    let meta = shown.0;
+    Ok(serde_json::json!({
+        "name": meta.module(),
+        "kind": "skill",
+        "language": meta.language,
+        "description": meta.description,
+        "import": meta.import_line(),
+        "exports": meta.exports,
+        "signature": meta.exports.join("\n"),
+        "savedAt": meta.saved_at,
+    }))
 }
 
 /// The project's saved skills as searches see them (none without a workspace).

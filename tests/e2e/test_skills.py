@@ -200,3 +200,13 @@ def test_without_the_workspace_skills_say_so(tmp_path: Path, ce_binary) -> None:
         assert not ex.success and "workspace, which is off" in ex.error, ex.describe()
     finally:
         off.close()
+
+
+def test_get_tool_schema_shows_a_skill(c, greet) -> None:
+    sc = c.structured("getToolSchema", {"name": "skills/greet.ts"})
+    assert sc["kind"] == "skill" and sc["description"] == "Friendly greetings for people", sc
+    assert "export function hello(name: string): string" in sc["signature"], sc
+    ex = ok(c, 'return await getToolSchema("skills/greet");')
+    assert ex.result["import"] == 'import { hello, shout } from "skills/greet.ts"', ex.describe()
+    ex = run_ts(c, 'return await getToolSchema("skills/nope.ts");')
+    assert not ex.success and "no skill named nope" in ex.error, ex.describe()
