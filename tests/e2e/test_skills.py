@@ -210,3 +210,15 @@ def test_get_tool_schema_shows_a_skill(c, greet) -> None:
     assert ex.result["import"] == 'import { hello, shout } from "skills/greet.ts"', ex.describe()
     ex = run_ts(c, 'return await getToolSchema("skills/nope.ts");')
     assert not ex.success and "no skill named nope" in ex.error, ex.describe()
+
+
+def test_a_skill_may_be_saved_for_the_other_language(c) -> None:
+    # From Python, TypeScript is still checked to parse before it is saved.
+    ex = run_py(c, 'await save_skill("tsfrompy", "export function (", language="typescript")')
+    assert not ex.success and "does not parse" in ex.error, ex.describe()
+    ok_py(c, 'await save_skill("tsfrompy", "export const three = (): number => 3;\\n", language="typescript")')
+    ex = ok(c, 'import { three } from "skills/tsfrompy.ts";\nthree()')
+    assert ex.result == 3, ex.describe()
+    ok(c, 'await saveSkill("pyfromts", "def four():\\n    return 4\\n", {language: "python"});')
+    ex = ok_py(c, "from skills.pyfromts import four\nfour()")
+    assert ex.result == 4, ex.describe()

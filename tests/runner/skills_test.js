@@ -14,13 +14,8 @@ Deno.test("tsSkillImports: static and literal imports of skills/<name>(.ts), onc
 });
 
 Deno.test("pySkillImports: the import statements that name skills", () => {
-  assertEquals(pySkillImports("from skills import a, b as bee\nfrom skills.c import f\nimport skills.d, os\nimport skills.e as e"), [
-    "a",
-    "b",
-    "c",
-    "d",
-    "e",
-  ]);
+  const code = "from skills import a, b as bee\nfrom skills.c import f\nimport skills.d, os\nimport skills.e as e";
+  assertEquals(pySkillImports(code), ["a", "b", "c", "d", "e"]);
   assertEquals(pySkillImports("from skills import (\n    a,\n    b,\n)\n"), ["a", "b"]);
   assertEquals(pySkillImports("if True:\n    from skills import inner  # comment\n"), ["inner"]);
   // Mentions that are not imports load nothing.
