@@ -91,6 +91,12 @@ def test_a_python_skill_is_saved_and_imported(c) -> None:
 def test_broken_typescript_is_refused_at_save(c, world) -> None:
     ex = run_ts(c, 'await saveSkill("tsbroken", "export function (a {");')
     assert not ex.success and "does not parse" in ex.error, ex.describe()
+    # Blanking the exports for the check hides nothing after them.
+    ex = run_ts(c, 'await saveSkill("tsbroken", "const a = 1;\\nexport { a }\\nfunction (");')
+    assert not ex.success and "does not parse" in ex.error, ex.describe()
+    # Every export form is accepted (and not run at save time).
+    forms = "export * from \"skills/base.ts\";\nexport * as b from \"skills/base.ts\";\nexport { factor } from \"skills/base.ts\";\nconst q = 1;\nexport { q as r };\nexport default function main() { return q; }\nexport interface I { a: number }\nexport type T = I;\nthrow new Error(\"ran\");\n"
+    ok(c, f"await saveSkill('forms', {json.dumps(forms)});")
     ex = run_ts(c, 'await saveSkill("tsremote", \'import x from "https://example.com/x.ts";\\nexport const y = x;\');')
     assert not ex.success and "refused" in ex.error, ex.describe()
     assert not (skills_dir(world) / "tsbroken.ts").exists()

@@ -127,13 +127,19 @@ async function checkTypeScriptSkill(name, code) {
     if (tok.t !== "id" || tok.v !== "export" || tok.d !== 0) continue;
     const next = tokens[k + 1];
     if (next !== undefined && next.t === "p" && (next.v === "*" || next.v === "{")) {
-      // `export * from "m"`, `export { a } from "m"`, `export { a }`: a whole statement.
-      let j = k + 1;
-      while (j < tokens.length && !(tokens[j].d === 0 && tokens[j].t === "p" && tokens[j].v === ";") &&
-        !(j > k + 1 && tokens[j].nl && tokens[j].d === 0 && tokens[j - 1].t === "str")) j++;
-      const end = j < tokens.length && tokens[j].v === ";" ? tokens[j].e : tokens[j - 1].e;
-      blank(tok.s, end);
-      k = j;
+      // `export * (as ns) from "m"`, `export { a } (from "m")`: the whole statement.
+      let end = k + 1;
+      if (next.v === "{") {
+        end = k + 2;
+        while (end < tokens.length && !(tokens[end].d === 0 && tokens[end].t === "p" && tokens[end].v === "}")) end++;
+      }
+      let m = end + 1;
+      if (tokens[m]?.t === "id" && tokens[m].v === "as") m += 2;
+      if (tokens[m]?.t === "id" && tokens[m].v === "from" && tokens[m + 1]?.t === "str") end = m + 1;
+      if (tokens[end + 1]?.t === "p" && tokens[end + 1].v === ";") end++;
+      end = Math.min(end, tokens.length - 1);
+      blank(tok.s, tokens[end].e);
+      k = end;
     } else if (next !== undefined && next.t === "id" && next.v === "default") {
       blank(tok.s, next.e);
     } else {
