@@ -298,7 +298,7 @@ impl Executor {
 
     /// The project's workspace, when there is one.
     #[allow(dead_code)] // for the skills in search results
-    pub(crate) fn space(&self) -> Option<&Arc<Space>> {
+    pub fn space(&self) -> Option<&Arc<Space>> {
         self.space.as_ref()
     }
 
@@ -751,7 +751,7 @@ pub(crate) async fn skill_schema(
 }
 
 /// The project's saved skills as searches see them (none without a workspace).
-pub(crate) async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
+pub async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
     let Some(space) = space.cloned() else {
         return Vec::new();
     };

@@ -440,7 +440,8 @@ async fn search(
         Some(limit),
         detail,
     );
-    let found = directory::search(pool, &query).await?;
+    let skills = code_executor::executor::skill_entries(app.executor.space()).await;
+    let found = directory::search(pool, &query, &skills).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {

@@ -227,10 +227,14 @@ pub(crate) struct ToolSchema {
     pub signature: String,
 }
 
-/// Searches the tools of every server (or of one) for the operator: every tool, every server
-/// connected as needed (`search_within` with `Reach::everything()`).
-pub async fn search(pool: &UpstreamPool, query: &SearchQuery) -> Result<SearchResult, LookupError> {
-    search_within(pool, &Reach::everything(), query, &[]).await
+/// Searches the tools of every server (or of one) and the project's `skills` for the operator:
+/// every tool, every server connected as needed (`search_within` with `Reach::everything()`).
+pub async fn search(
+    pool: &UpstreamPool,
+    query: &SearchQuery,
+    skills: &[SkillEntry],
+) -> Result<SearchResult, LookupError> {
+    search_within(pool, &Reach::everything(), query, skills).await
 }
 
 /// Refuses a query too large to search.

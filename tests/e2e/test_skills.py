@@ -187,6 +187,8 @@ def test_the_command_line_lists_shows_and_removes(c, world, greet) -> None:
     proc = run_cli(env, "skills", "show", "greet")
     assert proc.returncode == 0 and GREET.strip() in proc.stdout, proc.stdout
     assert json.loads(run_cli(env, "skills", "show", "greet", "--json").stdout)["code"] == GREET
+    proc = run_cli(env, "search", "friendly greetings", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["matches"][0]["name"] == "skills/greet.ts", proc.stdout
     proc = run_cli(env, "skills", "rm", "doomed")
     assert proc.returncode == 0 and "removed" in proc.stdout, proc.stdout + proc.stderr
     proc = run_cli(env, "skills", "rm", "doomed")
