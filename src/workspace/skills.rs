@@ -220,8 +220,11 @@ fn export_name(signature: &str) -> Option<&str> {
     let end = rest
         .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
         .unwrap_or(rest.len());
-    (end > 0 && !signature.contains("interface ") && !signature.starts_with("export type "))
-        .then(|| &rest[..end])
+    // Types and the default export are not imported by name.
+    let named = !["export interface ", "export type ", "export default "]
+        .iter()
+        .any(|p| signature.starts_with(p));
+    (end > 0 && named).then(|| &rest[..end])
 }
 
 /// The exported signatures of a skill's code, one line each, at most [`MAX_EXPORTS`]:
@@ -655,6 +658,11 @@ mod tests {
                 &exports(Language::Typescript, ts)
             ),
             "import { add, fetchAll, twice, Box } from \"skills/m.ts\""
+        );
+        let only_default = exports(Language::Typescript, "export default function main() {}\n");
+        assert_eq!(
+            import_line("m", Language::Typescript, &only_default),
+            "import * as m from \"skills/m.ts\""
         );
     }
 
