@@ -25,7 +25,7 @@ use crate::broker::gate::{
     CallCounts, CallReport, ExecutionCalls, Gate, OtherToolCalls, ToolCallStat,
 };
 use crate::broker::{Allowlist, Reach};
-use crate::catalog::directory::{self, ServerList, Viewer};
+use crate::catalog::directory::{self, ServerList, SkillEntry, Viewer};
 use crate::config::settings::Settings;
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
@@ -36,7 +36,7 @@ use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
-use crate::workspace::Space;
+use crate::workspace::{Space, skills};
 
 /// What the client asked to run.
 #[derive(Debug, Clone)]
@@ -298,7 +298,7 @@ impl Executor {
 
     /// The project's workspace, when there is one.
     #[allow(dead_code)] // for the skills in search results
-    pub(crate) fn space(&self) -> Option<&Arc<Space>> {
+    pub fn space(&self) -> Option<&Arc<Space>> {
         self.space.as_ref()
     }
 
@@ -583,7 +583,6 @@ struct HostSide {
     gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
     /// The project's workspace (files and skills), when there is one.
-    #[allow(dead_code)] // used by the workspace and skills host calls
     space: Option<Arc<Space>>,
     calls: ExecutionCalls,
 }
@@ -601,7 +600,11 @@ impl HostSide {
         let reach = self.reach();
         match request {
             HostRequest::SearchTools(query) => {
-                as_value(directory::search_within(&self.upstream, &reach, &query).await)
+                let skills = skill_entries(self.space.as_ref()).await;
+                as_value(directory::search_within(&self.upstream, &reach, &query, &skills).await)
+            }
+            HostRequest::GetToolSchema { name } if skill_module(&name).is_some() => {
+                skill_schema(self.space.clone(), name).await
             }
             HostRequest::GetToolSchema { name } => {
                 let viewer = Viewer {
@@ -635,6 +638,10 @@ impl HostCalls for HostSide {
                 | HostRequest::ReadResource { .. }
                 | HostRequest::ListPrompts { .. }
                 | HostRequest::GetPrompt { .. }) => self.gate.content(&self.calls, content).await,
+                skill @ (HostRequest::SaveSkill { .. } | HostRequest::LoadSkills { .. }) => {
+                    self.calls.spend().map_err(|refusal| refusal.to_string())?;
+                    skill_call(self.space.clone(), skill).await
+                }
                 lookup => self.look_up(lookup).await,
             }
         }
@@ -644,6 +651,123 @@ impl HostCalls for HostSide {
     fn paused(&self) -> Duration {
         self.calls.asking().waited()
     }
+}
+
+/// Most skills one execution loads (the ones it imports and theirs).
+const MAX_SKILLS_LOADED: usize = 64;
+/// Most bytes of skill code one `loadSkills` answer carries.
+const MAX_SKILL_BYTES_LOADED: usize = 2 * 1024 * 1024;
+
+/// Saves or loads skills in the project's workspace (file work off the runtime's threads).
+async fn skill_call(space: Option<Arc<Space>>, request: HostRequest) -> Result<Value, String> {
+    let Some(space) = space else {
+        return Err("skills need the workspace, which is off (setting workspace = false)".into());
+    };
+    let work = move || match request {
+        HostRequest::SaveSkill {
+            name,
+            code,
+            description,
+            language,
+        } => skills::save(&space, &name, language, &code, &description).map(|meta| {
+            serde_json::json!({
+                "name": meta.name,
+                "language": meta.language,
+                "import": meta.module(),
+                "usage": meta.import_line(),
+                "exports": meta.exports,
+                "size": meta.size,
+            })
+        }),
+        HostRequest::LoadSkills { names, language } => {
+            if names.len() > MAX_SKILLS_LOADED {
+                return Err(skills::SkillError::Refused(format!(
+                    "an execution may import at most {MAX_SKILLS_LOADED} skills (with the skills they import); this one asked for {}",
+                    names.len()
+                )));
+            }
+            // Per name: a skill that cannot be loaded fails only the import that names it.
+            let mut loaded = Vec::new();
+            let mut errors = serde_json::Map::new();
+            let mut bytes = 0;
+            for name in names {
+                match skills::load(&space, std::slice::from_ref(&name), language) {
+                    Ok(found) if bytes + found[0].code.len() > MAX_SKILL_BYTES_LOADED => {
+                        errors.insert(name, format!("the skills this execution imports pass {MAX_SKILL_BYTES_LOADED} bytes together; import fewer").into());
+                    }
+                    Ok(mut found) => {
+                        bytes += found[0].code.len();
+                        loaded.append(&mut found);
+                    }
+                    Err(e) => {
+                        errors.insert(name, e.to_string().into());
+                    }
+                }
+            }
+            Ok(serde_json::json!({"skills": loaded, "errors": errors}))
+        }
+        _ => Err(skills::SkillError::Refused("not a skill call".into())),
+    };
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| format!("skills: {e}"))?
+        .map_err(|e| e.to_string())
+}
+
+/// The skill a `getToolSchema` name names (`skills/<name>.ts`, `skills/<name>.py`, `skills/<name>`).
+pub(crate) fn skill_module(asked: &str) -> Option<&str> {
+    let rest = asked.strip_prefix("skills/")?;
+    Some(
+        rest.strip_suffix(".ts")
+            .or_else(|| rest.strip_suffix(".py"))
+            .unwrap_or(rest),
+    )
+}
+
+/// `getToolSchema("skills/<name>.ts")`: the skill's description, exports and import line.
+pub(crate) async fn skill_schema(
+    space: Option<Arc<Space>>,
+    asked: String,
+) -> Result<Value, String> {
+    let Some(space) = space else {
+        return Err("skills need the workspace, which is off (setting workspace = false)".into());
+    };
+    let name = skill_module(&asked).unwrap_or_default().to_string();
+    let shown = tokio::task::spawn_blocking(move || skills::show(&space, &name))
+        .await
+        .map_err(|e| format!("skills: {e}"))?
+        .map_err(|e| e.to_string())?;
+    let meta = shown.0;
+    Ok(serde_json::json!({
+        "name": meta.module(),
+        "kind": "skill",
+        "language": meta.language,
+        "description": meta.description,
+        "import": meta.import_line(),
+        "exports": meta.exports,
+        "signature": meta.exports.join("\n"),
+        "savedAt": meta.saved_at,
+    }))
+}
+
+/// The project's saved skills as searches see them (none without a workspace).
+pub async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
+    let Some(space) = space.cloned() else {
+        return Vec::new();
+    };
+    let listed = tokio::task::spawn_blocking(move || skills::list(&space)).await;
+    listed
+        .unwrap_or_default()
+        .into_iter()
+        .map(|meta| SkillEntry {
+            module: meta.module(),
+            import: meta.import_line(),
+            language: meta.language.as_str(),
+            name: meta.name,
+            description: meta.description,
+            exports: meta.exports,
+        })
+        .collect()
 }
 
 /// A look-up's answer as the JSON the code receives, or its error's message.

@@ -26,6 +26,7 @@ use code_executor::sandbox::snapshot;
 use code_executor::setup::auth::AuthArgs;
 use code_executor::setup::cli::SetupArgs;
 use code_executor::setup::trust::TrustArgs;
+use code_executor::workspace::skills_cli::SkillsArgs;
 use code_executor::wrappers::cli::WrappersArgs;
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
@@ -95,6 +96,9 @@ enum Command {
     /// Generate typed wrapper modules (TypeScript, Python) from the downstream servers' live
     /// tool schemas, for `import * as git from "wrappers/git.ts"` in the sandbox.
     Wrappers(WrappersArgs),
+    /// The project's saved skills (modules code saved with saveSkill): `skills ls`, `skills
+    /// show NAME`, `skills rm NAME`.
+    Skills(SkillsArgs),
     /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
         /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
@@ -212,6 +216,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         } => search(settings, &query, server.as_deref(), limit, detail, json).await,
         Command::Doctor => doctor(settings).await,
         Command::Wrappers(args) => wrappers(settings, args).await,
+        Command::Skills(args) => skills(settings, args),
         Command::Setup(args) => setup(settings, args).await,
         Command::Trust(args) => trust(settings, args),
         Command::Auth(args) => auth(settings, args).await,
@@ -435,7 +440,8 @@ async fn search(
         Some(limit),
         detail,
     );
-    let found = directory::search(pool, &query).await?;
+    let skills = code_executor::executor::skill_entries(app.executor.space()).await;
+    let found = directory::search(pool, &query, &skills).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {
@@ -568,6 +574,15 @@ async fn healthcheck(
 async fn wrappers(settings: Settings, args: WrappersArgs) -> Result<ExitCode> {
     let outcome = code_executor::wrappers::cli::run(args, &settings).await?;
     Ok(if outcome.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn skills(settings: Settings, args: SkillsArgs) -> Result<ExitCode> {
+    let found = code_executor::workspace::skills_cli::run(args, &settings)?;
+    Ok(if found {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

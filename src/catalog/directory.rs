@@ -102,13 +102,46 @@ impl From<SearchArgs> for SearchQuery {
 #[derive(Debug, Serialize)]
 pub struct Match {
     pub name: String,
+    /// Empty for a skill (which belongs to no server).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub server: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub tool: String,
+    /// `"skill"` for a saved skill; absent for a tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// A skill's language.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub language: Option<&'static str>,
+    /// How code imports a skill.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// A skill's exported signatures (not at `name` detail).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exports: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }
+
+/// A saved skill as a search sees it (the project's skills, `workspace::skills`): found by the
+/// same word matching as tools, over its name, description and exported signatures.
+#[derive(Debug, Clone)]
+pub struct SkillEntry {
+    /// The skill's name (`fetch_report`).
+    pub name: String,
+    /// Its module (`skills/fetch_report.ts`).
+    pub module: String,
+    pub language: &'static str,
+    pub description: String,
+    pub exports: Vec<String>,
+    /// How code imports it.
+    pub import: String,
+}
+
+/// The server name skills are searched under (a query word `skill` finds them all).
+const SKILLS_SERVER: &str = "skills";
 
 #[derive(Debug, Serialize)]
 pub struct Unavailable {
@@ -137,12 +170,22 @@ impl SearchResult {
     pub fn text(&self, query: &str) -> String {
         let mut lines: Vec<String> = Vec::new();
         for m in &self.matches {
+            let name = match m.kind {
+                Some(kind) => format!("{} ({kind})", m.name),
+                None => m.name.clone(),
+            };
             match &m.description {
-                Some(d) if !d.is_empty() => lines.push(format!("{} - {}", m.name, d)),
-                _ => lines.push(m.name.clone()),
+                Some(d) if !d.is_empty() => lines.push(format!("{name} - {d}")),
+                _ => lines.push(name),
             }
             if let Some(sig) = &m.signature {
                 lines.push(format!("    {sig}"));
+            }
+            if let Some(import) = &m.import {
+                lines.push(format!("    {import}"));
+            }
+            for export in m.exports.iter().flatten() {
+                lines.push(format!("    {export}"));
             }
         }
         if lines.is_empty() {
@@ -184,10 +227,14 @@ pub(crate) struct ToolSchema {
     pub signature: String,
 }
 
-/// Searches the tools of every server (or of one) for the operator: every tool, every server
-/// connected as needed (`search_within` with `Reach::everything()`).
-pub async fn search(pool: &UpstreamPool, query: &SearchQuery) -> Result<SearchResult, LookupError> {
-    search_within(pool, &Reach::everything(), query).await
+/// Searches the tools of every server (or of one) and the project's `skills` for the operator:
+/// every tool, every server connected as needed (`search_within` with `Reach::everything()`).
+pub async fn search(
+    pool: &UpstreamPool,
+    query: &SearchQuery,
+    skills: &[SkillEntry],
+) -> Result<SearchResult, LookupError> {
+    search_within(pool, &Reach::everything(), query, skills).await
 }
 
 /// Refuses a query too large to search.
@@ -215,10 +262,13 @@ fn check_query(text: &str) -> Result<(), LookupError> {
 /// (concurrently) and listed in [`SearchResult::connected`], so a query naming a configured
 /// server that has not been used yet still finds its tools, and says it connected it; the
 /// others are neither started nor searched, and are listed in [`SearchResult::not_searched`].
+/// `skills` (the project's saved skills) are ranked with the tools, unless the query names a
+/// server; they are marked `kind: "skill"`.
 pub(crate) async fn search_within(
     pool: &UpstreamPool,
     reach: &Reach<'_>,
     query: &SearchQuery,
+    skills: &[SkillEntry],
 ) -> Result<SearchResult, LookupError> {
     check_query(&query.text)?;
     let (limit, detail) = (query.limit, query.detail);
@@ -262,10 +312,26 @@ pub(crate) async fn search_within(
             }),
         }
     }
+    let tool_count = entries.len();
+    if server.is_none() {
+        entries.extend(skills.iter().map(|s| CatalogEntry {
+            server: SKILLS_SERVER.to_string(),
+            tool: s.name.clone(),
+            description: format!("{}\n{}", s.description, s.exports.join("\n")),
+            params: Vec::new(),
+        }));
+    }
     let matches = catalog::search(&entries, &query.text, None, limit)
         .into_iter()
         .map(|hit| {
             let e = hit.entry;
+            let index = entries.iter().position(|x| std::ptr::eq(x, e));
+            if let Some(skill) = index
+                .filter(|&i| i >= tool_count)
+                .map(|i| &skills[i - tool_count])
+            {
+                return skill_match(skill, detail);
+            }
             let (description, signature) = match detail {
                 Detail::Name => (None, None),
                 Detail::Summary => (
@@ -286,7 +352,11 @@ pub(crate) async fn search_within(
                 name: e.qualified(),
                 server: e.server.clone(),
                 tool: e.tool.clone(),
+                kind: None,
+                language: None,
+                import: None,
                 description,
+                exports: None,
                 signature,
             }
         })
@@ -297,6 +367,33 @@ pub(crate) async fn search_within(
         connected,
         not_searched: not_searched.into_iter().map(|s| s.name.clone()).collect(),
     })
+}
+
+/// A skill's match, with as much as `detail` asks: its name and import line always, its
+/// description (one line at `summary`) and exported signatures beyond `name`.
+fn skill_match(skill: &SkillEntry, detail: Detail) -> Match {
+    let (description, exports) = match detail {
+        Detail::Name => (None, None),
+        Detail::Summary => (
+            Some(catalog::one_line(Some(&skill.description), SUMMARY_CHARS)),
+            Some(skill.exports.clone()),
+        ),
+        Detail::Full => (
+            Some(skill.description.trim().to_string()),
+            Some(skill.exports.clone()),
+        ),
+    };
+    Match {
+        name: skill.module.clone(),
+        server: String::new(),
+        tool: String::new(),
+        kind: Some("skill"),
+        language: Some(skill.language),
+        import: Some(skill.import.clone()),
+        description,
+        exports,
+        signature: None,
+    }
 }
 
 /// The canonical name of the server a search filter names (an alias names its server); for a

@@ -75,7 +75,8 @@ pub(super) async fn search(
 ) -> Result<CallToolResult, String> {
     let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
-    let mut found = directory::search_within(upstream, &reach, &query)
+    let skills = crate::executor::skill_entries(executor.space()).await;
+    let mut found = directory::search_within(upstream, &reach, &query, &skills)
         .await
         .map_err(|e| e.to_string())?;
     mentions.mention_once(upstream, session, &query, &mut found);
@@ -87,6 +88,17 @@ pub(super) async fn schema(
     executor: &Executor,
     args: SchemaArgs,
 ) -> Result<CallToolResult, String> {
+    if crate::executor::skill_module(&args.name).is_some() {
+        let skill =
+            crate::executor::skill_schema(executor.space().cloned(), args.name.clone()).await?;
+        let text = format!(
+            "{}\n{}\n{}",
+            skill["import"].as_str().unwrap_or_default(),
+            skill["signature"].as_str().unwrap_or_default(),
+            skill["description"].as_str().unwrap_or_default()
+        );
+        return structured(&skill, text);
+    }
     let (upstream, reach) = executor.directory();
     let schema = directory::schema_for(upstream, &Viewer::of(reach), &args.name).await?;
     let text = format!("{}\n{}", schema.signature, schema.description);

@@ -126,6 +126,20 @@ pub(crate) enum HostRequest {
         name: String,
         args: Value,
     },
+    /// `saveSkill(name, code, {description, language})`: the runner sends the language it
+    /// resolved (the caller's by default) after checking that the code parses.
+    SaveSkill {
+        name: String,
+        code: String,
+        description: String,
+        language: Language,
+    },
+    /// The code of the skills an execution imports, before it runs (`skills/<name>.ts`,
+    /// `from skills import name`).
+    LoadSkills {
+        names: Vec<String>,
+        language: Language,
+    },
 }
 
 /// How user code named a tool.
@@ -364,6 +378,23 @@ struct GetPromptParams {
     args: Value,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SaveSkillParams {
+    name: String,
+    code: String,
+    #[serde(default)]
+    description: String,
+    language: Language,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadSkillsParams {
+    names: Vec<String>,
+    language: Language,
+}
+
 fn fields<T: serde::de::DeserializeOwned>(
     kind: &'static str,
     value: Value,
@@ -472,6 +503,22 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
             };
             Ok(HostRequest::GetPrompt { name: p.name, args })
         }
+        "saveSkill" => {
+            let p: SaveSkillParams = fields("saveSkill", params)?;
+            Ok(HostRequest::SaveSkill {
+                name: p.name,
+                code: p.code,
+                description: p.description,
+                language: p.language,
+            })
+        }
+        "loadSkills" => {
+            let p: LoadSkillsParams = fields("loadSkills", params)?;
+            Ok(HostRequest::LoadSkills {
+                names: p.names,
+                language: p.language,
+            })
+        }
         other => Err(ProtocolError::Invalid {
             kind: "call",
             reason: format!(
@@ -560,6 +607,60 @@ mod tests {
         assert!(
             matches!(done, WorkerMessage::Done { ok: false, error: Some(e), .. } if e.message == "boom")
         );
+    }
+
+    #[test]
+    fn skill_calls_are_parsed_strictly() {
+        let call = |params: &str, method: &str| {
+            parse_worker_line(&format!(
+                r#"{{"v":1,"type":"call","id":1,"method":"{method}","params":{params}}}"#
+            ))
+        };
+        assert_eq!(
+            call(
+                r#"{"name":"greet","code":"export const a = 1;","language":"typescript"}"#,
+                "saveSkill"
+            ),
+            Ok(WorkerMessage::Call {
+                id: 1,
+                request: HostRequest::SaveSkill {
+                    name: "greet".into(),
+                    code: "export const a = 1;".into(),
+                    description: String::new(),
+                    language: Language::Typescript,
+                }
+            })
+        );
+        assert_eq!(
+            call(r#"{"names":["a","b"],"language":"python"}"#, "loadSkills"),
+            Ok(WorkerMessage::Call {
+                id: 1,
+                request: HostRequest::LoadSkills {
+                    names: vec!["a".into(), "b".into()],
+                    language: Language::Python,
+                }
+            })
+        );
+        for (params, method) in [
+            (r#"{"name":"a","code":"x"}"#, "saveSkill"),
+            (r#"{"name":"a","code":"x","language":"ruby"}"#, "saveSkill"),
+            (
+                r#"{"name":"a","code":"x","language":"python","path":"/etc"}"#,
+                "saveSkill",
+            ),
+            (r#"{"name":1,"code":"x","language":"python"}"#, "saveSkill"),
+            (r#"{"names":"a","language":"python"}"#, "loadSkills"),
+            (r#"{"names":["a"]}"#, "loadSkills"),
+            (
+                r#"{"names":["a"],"language":"python","dir":"x"}"#,
+                "loadSkills",
+            ),
+        ] {
+            assert!(
+                matches!(call(params, method), Err(ProtocolError::Invalid { .. })),
+                "{method} {params}"
+            );
+        }
     }
 
     #[test]

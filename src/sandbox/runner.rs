@@ -26,6 +26,7 @@ pub(crate) const ISOLATE_SOURCE: &str = concat!(
     include_str!("runner/41_limits.js"),
     include_str!("runner/50_execute.js"),
     include_str!("runner/55_wrappers.js"),
+    include_str!("runner/56_skills.js"),
     include_str!("runner/60_python.js"),
     include_str!("runner/61_snapshot_file.js"),
     include_str!("runner/62_python_runtime.js"),

@@ -109,7 +109,8 @@ fn words(name: &str) -> Vec<String> {
     crate::catalog::tokens(&ascii)
 }
 
-const TS_RESERVED: &[&str] = &[
+/// Words a TypeScript identifier may not be (also what skill names avoid, `workspace::skills`).
+pub(crate) const TS_RESERVED: &[&str] = &[
     "break",
     "case",
     "catch",
@@ -162,7 +163,8 @@ const TS_RESERVED: &[&str] = &[
     "SCHEMA_HASH",
 ];
 
-const PY_RESERVED: &[&str] = &[
+/// Words a Python identifier may not be (also what skill names avoid, `workspace::skills`).
+pub(crate) const PY_RESERVED: &[&str] = &[
     "False",
     "None",
     "True",

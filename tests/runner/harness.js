@@ -2,8 +2,9 @@
 // the project's Deno by scripts/test, or by hand from the repository root:
 //   deno test --no-prompt --no-config --no-lock --no-remote --no-npm \
 //     --allow-read=src/sandbox/runner,tests/runner tests/runner/
-// It loads the pieces src/sandbox/runner/30_tokenizer.js and 31_typescript.js as the runner has
-// them: plain scripts sharing one strict-mode scope, after the private references they use,
+// It loads the pieces src/sandbox/runner/30_tokenizer.js, 31_typescript.js and 56_skills.js (its
+// import scanning is tested) as the runner has them: plain scripts sharing one strict-mode
+// scope, after the private references they use,
 // taken verbatim from 00_private.js. No network, no dependencies: a small `assertEquals` is
 // defined below.
 
@@ -29,9 +30,10 @@ const source = [
   privateReferences(await piece("00_private.js")),
   await piece("30_tokenizer.js"),
   await piece("31_typescript.js"),
+  await piece("56_skills.js"),
   "return { tokenize, findImports, findLastExpression, buildTypeScriptVariants, mayBePlainJavaScript,",
-  "  lineColAt, WRAPPER_PREFIX };",
-  "//# sourceURL=runner/30_tokenizer.js+31_typescript.js",
+  "  lineColAt, WRAPPER_PREFIX, tsSkillImports, pySkillImports };",
+  "//# sourceURL=runner/30_tokenizer.js+31_typescript.js+56_skills.js",
 ].join("\n");
 
 export const {
@@ -42,6 +44,8 @@ export const {
   mayBePlainJavaScript,
   lineColAt,
   WRAPPER_PREFIX,
+  tsSkillImports,
+  pySkillImports,
 } = new Function(source)();
 
 /** Tokens of `src` as `kind:text` strings (the text is the source slice the token covers). */

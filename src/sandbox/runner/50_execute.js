@@ -1,8 +1,8 @@
 // 50_execute.js: execution state and its end (`finishOk`, `finishError`, asynchronous
 // failures), the runtimes table (`RUNTIMES`), and running TypeScript: the plain-JavaScript
 // function path and the module path (modules made unique to this isolate, imports held to what
-// the sandbox offers: `importForUser`). Relies on 00-40; calls `linkWrappers` (55) and the
-// Python runtime (62).
+// the sandbox offers: `importForUser`). Relies on 00-40; calls `linkWrappers` (55),
+// `linkSkills` and `skillImport` (56) and the Python runtime (62).
 
 // ---------------------------------------------------------------------------------------------
 // Execution
@@ -126,7 +126,8 @@ async function runTypeScript(ctx) {
   let mod;
   let lastError;
   for (const variant of variants) {
-    const url = "data:application/typescript;base64," + base64Utf8(uniqueModule(linkWrappers(guardImports(variant.source))));
+    const linked = await linkSkills(linkWrappers(guardImports(variant.source)));
+    const url = "data:application/typescript;base64," + base64Utf8(uniqueModule(linked));
     currentModuleMapper = variant.mapLocation;
     try {
       // Loading compiles and links only: user code runs when `default` is called below, so a
@@ -168,14 +169,14 @@ const REFUSED_BUILTINS = new SetCtor(["worker_threads", "vm", "repl", "inspector
 /** Whether the sandbox offers module `specifier` to user code. */
 function importable(specifier) {
   if (specifier.startsWith("node:")) return !REFUSED_BUILTINS.has(specifier.slice(5).split("/")[0]);
-  return IMPORTABLE_WRAPPER_RE.test(specifier);
+  return IMPORTABLE_WRAPPER_RE.test(specifier) || IMPORTABLE_SKILL_RE.test(specifier);
 }
 
 /** The error for an import the sandbox does not offer. */
 function importRefusal(specifier) {
   return new TypeError(
     `import of ${JSONStringify(truncateUtf8(safeString(specifier), 200))} refused: code in the sandbox may import ` +
-      "only wrappers/<name>.ts (the typed wrappers) and node: built-in modules (but for node:process, node:module, " +
+      "only wrappers/<name>.ts (the typed wrappers), skills/<name>.ts (saved skills) and node: built-in modules (but for node:process, node:module, " +
       "node:vm, node:repl, node:inspector and node:worker_threads)",
   );
 }
@@ -186,6 +187,8 @@ function importForUser(specifier, options) {
     const s = typeof specifier === "string" ? specifier : safeString(specifier);
     if (!importable(s)) throw importRefusal(s);
     if (s.startsWith("node:")) return options === undefined ? import(s) : import(s, options);
+    const skill = IMPORTABLE_SKILL_RE.exec(s);
+    if (skill !== null) return skillImport(skill[1]);
     return import(wrapperUrl(IMPORTABLE_WRAPPER_RE.exec(s)[1]));
   } catch (e) {
     return PromiseCtor.reject(e);

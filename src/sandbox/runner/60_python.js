@@ -1,7 +1,7 @@
 // 60_python.js: Python (Pyodide): the in-sandbox Python module `sandbox` (`PY_PRELUDE`), the
 // Pyodide state, the host-call bridge, stdout/stderr writers and loading Pyodide
 // (`startPyodide`). Relies on 00, 01, `emitOutput` (10), `hostCall` (20); calls
-// `defineGlobal` (90).
+// `checkTypeScriptSkill` (56, for a TypeScript skill saved from Python) and `defineGlobal` (90).
 
 // ---------------------------------------------------------------------------------------------
 // Python (Pyodide)
@@ -151,6 +151,30 @@ async def get_prompt(name, args=None):
         raise TypeError(f"get_prompt: args must be a dict, not {type(args).__name__}")
     return await _call("getPrompt", {"name": _str(name, "name", "get_prompt"), "args": dict(args)})
 
+_SKILL_LANGUAGES = {"python": "python", "py": "python", "typescript": "typescript", "ts": "typescript"}
+
+async def save_skill(name, code, description=None, language=None):
+    "Saves a module later executions import (from skills import name; TypeScript: skills/name.ts): {name, language, import, usage, exports, size}."
+    fn = "save_skill"
+    if not isinstance(name, str):
+        raise TypeError(f'{fn}: name must be a string such as "fetch_report"')
+    if not isinstance(code, str) or not code.strip():
+        raise TypeError(f"{fn}: code must be a non-empty string")
+    lang = "python" if language is None else _SKILL_LANGUAGES.get(language) if isinstance(language, str) else None
+    if lang is None:
+        raise TypeError(f'{fn}: language must be "python" or "typescript"')
+    if lang == "python":
+        try:
+            compile(code, f"skills/{name}.py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            raise SyntaxError(f"{fn}: skill {name} was not saved, its Python does not compile: {e}") from None
+    p = {"name": name, "code": code, "language": lang}
+    if description is not None:
+        if not isinstance(description, str):
+            raise TypeError(f"{fn}: description must be a string")
+        p["description"] = description
+    return await _call("saveSkill", p)
+
 _IMAGE_MIME = re.compile(r"image/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*")
 
 def image(data, mime_type="image/png"):
@@ -171,7 +195,7 @@ API = {"call_mcp_tool": call_mcp_tool, "search_tools": search_tools, "get_tool_s
        "callMCPTool": call_mcp_tool, "searchTools": search_tools, "getToolSchema": get_tool_schema,
        "listServers": list_servers, "llm": llm, "list_resources": list_resources,
        "read_resource": read_resource, "list_prompts": list_prompts, "get_prompt": get_prompt,
-       "image": image}
+       "image": image, "save_skill": save_skill, "saveSkill": save_skill}
 
 def _jsonable(v, depth=0, seen=None):
     "JSON-safe copy: dict/list/tuple/str/int/float/bool/None as such, anything else as repr."
@@ -308,7 +332,12 @@ function pyHostCall(method, paramsJson) {
   } catch (e) {
     return PromiseCtor.reject(e);
   }
-  return hostCall(String(method), params, pyHostCall).then((v) => (v === undefined ? undefined : JSONStringify(v)));
+  const checked = method === "saveSkill" && params?.language === "typescript"
+    ? checkTypeScriptSkill(params.name, params.code)
+    : PromiseCtor.resolve();
+  return checked
+    .then(() => hostCall(String(method), params, pyHostCall))
+    .then((v) => (v === undefined ? undefined : JSONStringify(v)));
 }
 
 /** Writes Python's stdout/stderr bytes into the output messages (UTF-8 decoded across writes). */

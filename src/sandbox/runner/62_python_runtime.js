@@ -1,6 +1,6 @@
 // 62_python_runtime.js: the Python runtime: installing module `sandbox`, `preparePython`
 // (before `ready`, from the snapshot file or not) and `runPython`. Relies on 00-02,
-// `installPythonWrappers` (55), 60 and `readSnapshotPayload` (61).
+// `installPythonWrappers` (55), `installPythonSkills` (56), 60 and `readSnapshotPayload` (61).
 
 /** Creates module `sandbox` from `PY_PRELUDE`. */
 function installSandboxModule(py) {
@@ -59,6 +59,7 @@ async function runPython(ctx) {
   if (pyRun === null) throw new Error("python is not available: this worker was not started for python");
   let result;
   if (ctx.code.includes("wrappers")) installPythonWrappers();
+  if (ctx.code.includes("skills")) await installPythonSkills(ctx.code);
   try {
     result = await pyRun(ctx.code);
   } catch (e) {

@@ -20,6 +20,7 @@ async function execute(msg) {
     const language = msg.language;
     const runtime = typeof language === "string" && Object.hasOwn(RUNTIMES, language) ? RUNTIMES[language] : undefined;
     if (runtime === undefined) throw new Error(`unsupported language: ${safeString(language)}`);
+    executionLanguage = language;
     if (typeof msg.code !== "string") throw new TypeError("execute: code must be a string");
     const value = await PromiseCtor.race([runtime.run({ code: msg.code, message: msg }), failure]);
     // One macrotask turn so errors thrown by already-due callbacks and rejections left

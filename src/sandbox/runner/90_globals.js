@@ -48,6 +48,7 @@ function installEnvironment() {
   defineGlobal("listPrompts", listPrompts);
   defineGlobal("getPrompt", getPrompt);
   defineGlobal("image", image);
+  defineGlobal("saveSkill", saveSkill);
   ObjectDefineProperty(globalThis, IMPORT_GLOBAL, { value: importForUser, writable: false, configurable: false });
   guardCodeFromStrings();
   closeSharedState();
