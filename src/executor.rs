@@ -36,7 +36,7 @@ use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
-use crate::workspace::Space;
+use crate::workspace::{Space, files};
 
 /// What the client asked to run.
 #[derive(Debug, Clone)]
@@ -416,6 +416,11 @@ impl Executor {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
             space: self.space.clone(),
+            no_space: if self.settings.workspace_dir.is_none() {
+                "the workspace is off (setting workspace = false)"
+            } else {
+                "the workspace could not be opened when the server started (see its log); check that workspace_dir is a writable directory"
+            },
             calls: ExecutionCalls::new(
                 asking,
                 execution_id,
@@ -583,8 +588,9 @@ struct HostSide {
     gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
     /// The project's workspace (files and skills), when there is one.
-    #[allow(dead_code)] // used by the workspace and skills host calls
     space: Option<Arc<Space>>,
+    /// Why there is none: what a workspace call answers then.
+    no_space: &'static str,
     calls: ExecutionCalls,
 }
 
@@ -635,6 +641,13 @@ impl HostCalls for HostSide {
                 | HostRequest::ReadResource { .. }
                 | HostRequest::ListPrompts { .. }
                 | HostRequest::GetPrompt { .. }) => self.gate.content(&self.calls, content).await,
+                HostRequest::Workspace(call) => {
+                    self.calls.spend().map_err(|refusal| refusal.to_string())?;
+                    let space = self.space.clone().ok_or(self.no_space)?;
+                    tokio::task::spawn_blocking(move || files::answer(&space, call))
+                        .await
+                        .map_err(|e| format!("workspace: the operation failed: {e}"))?
+                }
                 lookup => self.look_up(lookup).await,
             }
         }

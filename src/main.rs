@@ -26,6 +26,7 @@ use code_executor::sandbox::snapshot;
 use code_executor::setup::auth::AuthArgs;
 use code_executor::setup::cli::SetupArgs;
 use code_executor::setup::trust::TrustArgs;
+use code_executor::workspace::cli::WorkspaceArgs;
 use code_executor::wrappers::cli::WrappersArgs;
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
@@ -95,6 +96,9 @@ enum Command {
     /// Generate typed wrapper modules (TypeScript, Python) from the downstream servers' live
     /// tool schemas, for `import * as git from "wrappers/git.ts"` in the sandbox.
     Wrappers(WrappersArgs),
+    /// The project's workspace files (what sandboxed code keeps with `workspace.writeText`):
+    /// `path`, `ls [PATH]`, `cat PATH`, `rm PATH`.
+    Workspace(WorkspaceArgs),
     /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
         /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
@@ -212,6 +216,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         } => search(settings, &query, server.as_deref(), limit, detail, json).await,
         Command::Doctor => doctor(settings).await,
         Command::Wrappers(args) => wrappers(settings, args).await,
+        Command::Workspace(args) => {
+            code_executor::workspace::cli::run(args, &settings)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Setup(args) => setup(settings, args).await,
         Command::Trust(args) => trust(settings, args),
         Command::Auth(args) => auth(settings, args).await,

@@ -10,6 +10,9 @@
 //! processes, and the atomic replacement of a file (readers see the old bytes or the new ones,
 //! never part of either).
 
+pub mod cli;
+pub mod files;
+
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
