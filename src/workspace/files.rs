@@ -584,10 +584,11 @@ fn collect(
             kind,
             size: if kind == Kind::File { meta.len() } else { 0 },
         });
-        if kind == Kind::Dir && depth < MAX_DEPTH {
-            if let Ok(sub) = dir.open_dir_nofollow(&name) {
-                collect(&sub, &path, depth + 1, listing, path_bytes)?;
-            }
+        if kind == Kind::Dir
+            && depth < MAX_DEPTH
+            && let Ok(sub) = dir.open_dir_nofollow(&name)
+        {
+            collect(&sub, &path, depth + 1, listing, path_bytes)?;
         }
         if listing.truncated {
             return Ok(());
