@@ -153,6 +153,7 @@ def test_quotas(start_server):
             "CODE_EXECUTOR_WORKSPACE_MAX_BYTES": "1000",
             "CODE_EXECUTOR_WORKSPACE_MAX_FILES": "3",
             "CODE_EXECUTOR_WORKSPACE_MAX_FILE_BYTES": "600",
+            "CODE_EXECUTOR_MAX_TOOL_CALLS_PER_EXECUTION": "5",
         },
         servers=("time",),
     )
@@ -161,6 +162,14 @@ def test_quotas(start_server):
     refused(run_py(c, "await workspace.write_text('b', 'x' * 500)"), "workspace quota", "1.1 KiB", "workspace_max_bytes")
     ok(c, "await workspace.writeText('b', 'x'.repeat(100)); await workspace.writeText('c', '')")
     refused(run_ts(c, "await workspace.writeText('d', '')"), "workspace_max_files")
+    # Each operation spends a host call of the execution's budget.
+    ex = run_ts(c, "const out = []; for (let i = 0; i < 7; i++) { try { await workspace.readText('a'); out.push('read') } catch (e) { out.push(e.message) } } return out")
+    assert ex.result[:5] == ["read"] * 5 and "limit" in ex.result[5], ex.describe()
+
+
+def test_the_global_is_frozen(ws_client):
+    got = ok(ws_client, "try { workspace.readText = () => 'fake' } catch {} return [Object.isFrozen(workspace), typeof workspace.list, workspace.readText.name]").result
+    assert got == [True, "function", "workspace.readText"]
 
 
 def test_workspace_off(start_server):
