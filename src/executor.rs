@@ -36,7 +36,7 @@ use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
-use crate::workspace::{Space, skills};
+use crate::workspace::{Space, files, skills};
 
 /// What the client asked to run.
 #[derive(Debug, Clone)]
@@ -416,6 +416,11 @@ impl Executor {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
             space: self.space.clone(),
+            no_space: if self.settings.workspace_dir.is_none() {
+                "the workspace is off (setting workspace = false)"
+            } else {
+                "the workspace could not be opened when the server started (see its log); check that workspace_dir is a writable directory"
+            },
             calls: ExecutionCalls::new(
                 asking,
                 execution_id,
@@ -584,6 +589,8 @@ struct HostSide {
     upstream: Arc<UpstreamPool>,
     /// The project's workspace (files and skills), when there is one.
     space: Option<Arc<Space>>,
+    /// Why there is none: what a workspace call answers then.
+    no_space: &'static str,
     calls: ExecutionCalls,
 }
 
@@ -641,6 +648,13 @@ impl HostCalls for HostSide {
                 skill @ (HostRequest::SaveSkill { .. } | HostRequest::LoadSkills { .. }) => {
                     self.calls.spend().map_err(|refusal| refusal.to_string())?;
                     skill_call(self.space.clone(), skill).await
+                }
+                HostRequest::Workspace(call) => {
+                    self.calls.spend().map_err(|refusal| refusal.to_string())?;
+                    let space = self.space.clone().ok_or(self.no_space)?;
+                    tokio::task::spawn_blocking(move || files::answer(&space, call))
+                        .await
+                        .map_err(|e| format!("workspace: the operation failed: {e}"))?
                 }
                 lookup => self.look_up(lookup).await,
             }

@@ -27,6 +27,7 @@ use code_executor::setup::auth::AuthArgs;
 use code_executor::setup::cli::SetupArgs;
 use code_executor::setup::trust::TrustArgs;
 use code_executor::workspace::skills_cli::SkillsArgs;
+use code_executor::workspace::cli::WorkspaceArgs;
 use code_executor::wrappers::cli::WrappersArgs;
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
@@ -99,6 +100,9 @@ enum Command {
     /// The project's saved skills (modules code saved with saveSkill): `skills ls`, `skills
     /// show NAME`, `skills rm NAME`.
     Skills(SkillsArgs),
+    /// The project's workspace files (what sandboxed code keeps with `workspace.writeText`):
+    /// `path`, `ls [PATH]`, `cat PATH`, `rm PATH`.
+    Workspace(WorkspaceArgs),
     /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
         /// A directory holding the npm tarballs (default: $CODE_EXECUTOR_RUNTIME_MIRROR, else
@@ -217,6 +221,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Doctor => doctor(settings).await,
         Command::Wrappers(args) => wrappers(settings, args).await,
         Command::Skills(args) => skills(settings, args),
+        Command::Workspace(args) => {
+            code_executor::workspace::cli::run(args, &settings)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Setup(args) => setup(settings, args).await,
         Command::Trust(args) => trust(settings, args),
         Command::Auth(args) => auth(settings, args).await,

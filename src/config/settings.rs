@@ -206,9 +206,10 @@ pub(crate) struct RawSettings {
     pub workspace_dir: Option<PathBuf>,
     /// Bytes the files of one project's workspace may hold together. Default 104857600.
     pub workspace_max_bytes: Option<u64>,
-    /// Files one project's workspace may hold. Default 10000.
+    /// Files and directories one project's workspace may hold. Default 10000.
     pub workspace_max_files: Option<u64>,
-    /// Largest file in a workspace, in bytes (at most 3 MiB: one pipe message carries it).
+    /// Largest file in a workspace, in bytes (at most 3 MiB less 4 KiB: one pipe message
+    /// carries it).
     /// Default 2097152.
     pub workspace_max_file_bytes: Option<u64>,
     /// Personal data in what reaches the client: `off`, or `tokenize` (replaced by stable
@@ -262,8 +263,9 @@ pub struct WorkspaceQuota {
 }
 
 /// Largest `workspace_max_file_bytes`: a file's bytes cross the worker pipe in one message
-/// (base64, within the 4 MiB line limit).
-pub const MAX_WORKSPACE_FILE_BYTES: u64 = 3 * 1024 * 1024;
+/// (base64, within the 4 MiB line limit): 3 MiB less 4 KiB, the room of the rest of a `write`
+/// call's line (its path of at most 1024 bytes, JSON-escaped, and the envelope).
+pub const MAX_WORKSPACE_FILE_BYTES: u64 = 3 * 1024 * 1024 - 4 * 1024;
 
 /// Validated settings with every default applied.
 #[derive(Debug, Clone)]
@@ -558,7 +560,7 @@ impl Settings {
         if quota.max_file_bytes == 0 || quota.max_file_bytes > MAX_WORKSPACE_FILE_BYTES {
             return invalid(
                 "workspace_max_file_bytes",
-                "must be between 1 and 3145728 (a file crosses the worker pipe in one message)",
+                "must be between 1 and 3141632 (3 MiB less 4 KiB: a file crosses the worker pipe in one message)",
             );
         }
         if quota.max_bytes < quota.max_file_bytes {

@@ -51,7 +51,7 @@ use crate::upstream::UpstreamPool;
 use reply::NoArgs;
 use rounds::{Next, Parked};
 
-const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back. Code may also use llm.ask(prompt) (the client's LLM), and listResources/readResource/listPrompts/getPrompt (allow mcp__<server>__@resources or @prompts). Replies are cut to about 40 KB: filter and summarise in code. Return image(bytes, 'image/png') to show an image. Save reusable code with saveSkill(name, code, {description}); later code imports it from \"skills/<name>.ts\" (Python: from skills import name), and searchTools finds it.";
+const INSTRUCTIONS: &str = "Reach the tools of every configured MCP server through code: searchTools to find a tool, getToolSchema for its signature, then executeTypescript or executePython with allowedTools listing what the code may call. Only what the code prints or returns comes back. Code may also use llm.ask(prompt) (the client's LLM), and listResources/readResource/listPrompts/getPrompt (allow mcp__<server>__@resources or @prompts). Replies are cut to about 40 KB: filter and summarise in code. Return image(bytes, 'image/png') to show an image. Save reusable code with saveSkill(name, code, {description}); later code imports it from \"skills/<name>.ts\" (Python: from skills import name), and searchTools finds it. Files kept between executions: workspace.readText/writeText/list/remove (Python workspace.read_text...).";
 
 /// The MCP server handler. Cheap to clone (one per HTTP session).
 #[derive(Clone)]

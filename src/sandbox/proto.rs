@@ -140,6 +140,29 @@ pub(crate) enum HostRequest {
         names: Vec<String>,
         language: Language,
     },
+    /// `workspace.readText(path)` and the rest: one operation on the project's files.
+    Workspace(WorkspaceCall),
+}
+
+/// One operation on the project's workspace files; paths are checked by the host
+/// (`workspace::files`), so that a bad path is the code's error, not a protocol violation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WorkspaceCall {
+    Read {
+        path: String,
+    },
+    /// The bytes, decoded from the line's base64.
+    Write {
+        path: String,
+        data: Vec<u8>,
+    },
+    /// `""`: the whole workspace.
+    List {
+        path: String,
+    },
+    Remove {
+        path: String,
+    },
 }
 
 /// How user code named a tool.
@@ -395,6 +418,47 @@ struct LoadSkillsParams {
     language: Language,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkspaceParams {
+    op: String,
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    data: Option<String>,
+}
+
+fn workspace_call(params: Value) -> Result<HostRequest, ProtocolError> {
+    use base64::Engine;
+    let p: WorkspaceParams = fields("workspace", params)?;
+    let invalid = |reason: String| ProtocolError::Invalid {
+        kind: "workspace",
+        reason,
+    };
+    let call = match (p.op.as_str(), p.data) {
+        ("read", None) => WorkspaceCall::Read { path: p.path },
+        ("list", None) => WorkspaceCall::List { path: p.path },
+        ("remove", None) => WorkspaceCall::Remove { path: p.path },
+        ("write", Some(data)) => WorkspaceCall::Write {
+            path: p.path,
+            data: base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|e| invalid(format!("`data` is not base64: {e}")))?,
+        },
+        ("write", None) => return Err(invalid("`write` without `data`".into())),
+        (op @ ("read" | "list" | "remove"), Some(_)) => {
+            return Err(invalid(format!("`{op}` with `data`")));
+        }
+        (other, _) => {
+            return Err(invalid(format!(
+                "unknown op `{}`",
+                other.chars().take(64).collect::<String>()
+            )));
+        }
+    };
+    Ok(HostRequest::Workspace(call))
+}
+
 fn fields<T: serde::de::DeserializeOwned>(
     kind: &'static str,
     value: Value,
@@ -519,6 +583,7 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
                 language: p.language,
             })
         }
+        "workspace" => workspace_call(params),
         other => Err(ProtocolError::Invalid {
             kind: "call",
             reason: format!(
@@ -692,6 +757,56 @@ mod tests {
             parse_worker_line(r#"{"v":1,"type":"call","id":-1,"method":"listServers"}"#),
             Err(ProtocolError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn workspace_calls_are_parsed_strictly() {
+        let call = |params: &str| {
+            parse_worker_line(&format!(
+                r#"{{"v":1,"type":"call","id":1,"method":"workspace","params":{params}}}"#
+            ))
+        };
+        let request = |c| {
+            Ok(WorkerMessage::Call {
+                id: 1,
+                request: HostRequest::Workspace(c),
+            })
+        };
+        assert_eq!(
+            call(r#"{"op":"write","path":"a/b","data":"AP8="}"#),
+            request(WorkspaceCall::Write {
+                path: "a/b".into(),
+                data: vec![0, 255]
+            })
+        );
+        assert_eq!(
+            call(r#"{"op":"read","path":"../x"}"#),
+            request(WorkspaceCall::Read {
+                path: "../x".into()
+            })
+        );
+        assert_eq!(
+            call(r#"{"op":"list"}"#),
+            request(WorkspaceCall::List { path: "".into() })
+        );
+        assert_eq!(
+            call(r#"{"op":"remove","path":"x"}"#),
+            request(WorkspaceCall::Remove { path: "x".into() })
+        );
+        for bad in [
+            r#"{"op":"write","path":"a"}"#,
+            r#"{"op":"write","path":"a","data":"not base64!"}"#,
+            r#"{"op":"read","path":"a","data":""}"#,
+            r#"{"op":"chmod","path":"a"}"#,
+            r#"{"op":"read","path":"a","follow":true}"#,
+            r#"{"op":"read","path":7}"#,
+            r#"{"path":"a"}"#,
+        ] {
+            assert!(
+                matches!(call(bad), Err(ProtocolError::Invalid { .. })),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

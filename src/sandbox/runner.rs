@@ -20,6 +20,7 @@ pub(crate) const ISOLATE_SOURCE: &str = concat!(
     include_str!("runner/02_helpers.js"),
     include_str!("runner/10_console.js"),
     include_str!("runner/20_host_calls.js"),
+    include_str!("runner/21_workspace.js"),
     include_str!("runner/30_tokenizer.js"),
     include_str!("runner/31_typescript.js"),
     include_str!("runner/40_values.js"),

@@ -12,6 +12,8 @@
 
 pub mod skills;
 pub mod skills_cli;
+pub mod cli;
+pub mod files;
 
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;

@@ -174,6 +174,63 @@ async def save_skill(name, code, description=None, language=None):
             raise TypeError(f"{fn}: description must be a string")
         p["description"] = description
     return await _call("saveSkill", p)
+class WorkspaceError(OSError):
+    "A workspace operation was refused or failed (the message is the host's)."
+WorkspaceError.__module__ = "builtins"
+
+def _ws_path(path, fn):
+    if not isinstance(path, str):
+        raise TypeError(f'workspace.{fn}: path must be a str, such as "notes/today.txt"')
+    return path
+
+class _Workspace:
+    "The project's files, kept between executions: await workspace.read_text(path), write_text(path, text), read_bytes, write_bytes, list(path=''), remove(path)."
+    __slots__ = ()
+
+    async def _op(self, params):
+        try:
+            return await _call("workspace", params)
+        except ToolCallError as e:
+            raise WorkspaceError(str(e)) from None
+
+    async def read_bytes(self, path):
+        "The file's bytes."
+        r = await self._op({"op": "read", "path": _ws_path(path, "read_bytes")})
+        return base64.b64decode(r["data"])
+
+    async def read_text(self, path):
+        "The file's text (UTF-8)."
+        b = await self.read_bytes(_ws_path(path, "read_text"))
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"workspace.read_text: {path!r} is not UTF-8 text; read it with workspace.read_bytes") from None
+
+    async def write_bytes(self, path, data):
+        "Creates or replaces the file (and makes its directories)."
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"workspace.write_bytes: data must be bytes, not {type(data).__name__} (for text, use workspace.write_text)")
+        data = bytes(data)
+        if len(data) > 3141632:
+            raise ValueError(f"workspace.write_bytes: {len(data)} bytes, over the largest file a workspace takes (3141632 bytes; workspace_max_file_bytes may set less)")
+        p = {"op": "write", "path": _ws_path(path, "write_bytes"), "data": base64.b64encode(data).decode("ascii")}
+        await self._op(p)
+
+    async def write_text(self, path, text):
+        "Creates or replaces the file with the text's UTF-8."
+        if not isinstance(text, str):
+            raise TypeError(f"workspace.write_text: text must be a str, not {type(text).__name__} (for bytes, use workspace.write_bytes)")
+        await self.write_bytes(_ws_path(path, "write_text"), text.encode("utf-8"))
+
+    async def list(self, path=""):
+        "{'entries': [{'path', 'kind', 'size'}...], 'truncated': bool}: every level beneath a directory ('' for all)."
+        return await self._op({"op": "list", "path": _ws_path(path, "list")})
+
+    async def remove(self, path):
+        "Removes a file, or a directory with all it holds."
+        await self._op({"op": "remove", "path": _ws_path(path, "remove")})
+
+workspace = _Workspace()
 
 _IMAGE_MIME = re.compile(r"image/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*")
 
@@ -195,7 +252,8 @@ API = {"call_mcp_tool": call_mcp_tool, "search_tools": search_tools, "get_tool_s
        "callMCPTool": call_mcp_tool, "searchTools": search_tools, "getToolSchema": get_tool_schema,
        "listServers": list_servers, "llm": llm, "list_resources": list_resources,
        "read_resource": read_resource, "list_prompts": list_prompts, "get_prompt": get_prompt,
-       "image": image, "save_skill": save_skill, "saveSkill": save_skill}
+       "image": image, "save_skill": save_skill, "saveSkill": save_skill,
+       "workspace": workspace, "WorkspaceError": WorkspaceError}
 
 def _jsonable(v, depth=0, seen=None):
     "JSON-safe copy: dict/list/tuple/str/int/float/bool/None as such, anything else as repr."

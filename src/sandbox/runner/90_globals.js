@@ -47,6 +47,7 @@ function installEnvironment() {
   defineGlobal("readResource", readResource);
   defineGlobal("listPrompts", listPrompts);
   defineGlobal("getPrompt", getPrompt);
+  defineGlobal("workspace", makeWorkspace());
   defineGlobal("image", image);
   defineGlobal("saveSkill", saveSkill);
   ObjectDefineProperty(globalThis, IMPORT_GLOBAL, { value: importForUser, writable: false, configurable: false });
