@@ -105,6 +105,9 @@ impl Taken {
     }
 }
 
+/// A detector: takes the spans of its kind that are still free.
+type Detector = fn(&str, &mut Taken);
+
 /// Finds the kinds asked for in `text`, in order of position, never overlapping; tokens
 /// already in the text are left alone.
 pub(crate) fn find(text: &str, kinds: &[PiiKind]) -> Vec<Found> {
@@ -113,7 +116,7 @@ pub(crate) fn find(text: &str, kinds: &[PiiKind]) -> Vec<Found> {
         taken.take(m.start(), m.end(), None);
     }
     let wanted = |kind| kinds.contains(&kind);
-    let detectors: [(PiiKind, fn(&str, &mut Taken)); 6] = [
+    let detectors: [(PiiKind, Detector); 6] = [
         (PiiKind::Email, emails),
         (PiiKind::Iban, ibans),
         (PiiKind::Card, cards),
