@@ -29,6 +29,7 @@ use crate::catalog::directory::{self, ServerList, SkillEntry, Viewer};
 use crate::config::settings::Settings;
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
+use crate::pii::Vault;
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
 use crate::sandbox::outcome::{CapturedOutput, EndKind, OutputBuffer};
@@ -57,6 +58,9 @@ pub(crate) struct ExecutionRequest {
     pub task: Option<TaskTime>,
     /// Where what the code prints also goes while it runs (the front reports it live).
     pub live: Arc<OutputTap>,
+    /// The client session's token vault when personal data is tokenised (`pii`): questions to
+    /// the client are tokenised, tokens in the calls code makes are put back.
+    pub pii: Option<Arc<Vault>>,
 }
 
 /// The time of an execution run as a task.
@@ -401,17 +405,20 @@ impl Executor {
         };
         // Cancelled by the client, or by the host-call budget (see `ExecutionCalls::spend`).
         let stop = request.cancel.child_token();
-        let asking = Arc::new(Asking::new(
-            request.client.clone(),
-            AskLimits {
-                sampling_rounds: self.settings.sampling_rounds_per_execution,
-                sampling_tokens: self.settings.sampling_tokens_per_execution,
-                elicitations: self.settings.elicitations_per_execution,
-            },
-            execution_id,
-            &request.session,
-            self.audit.clone(),
-        ));
+        let asking = Arc::new(
+            Asking::new(
+                request.client.clone(),
+                AskLimits {
+                    sampling_rounds: self.settings.sampling_rounds_per_execution,
+                    sampling_tokens: self.settings.sampling_tokens_per_execution,
+                    elicitations: self.settings.elicitations_per_execution,
+                },
+                execution_id,
+                &request.session,
+                self.audit.clone(),
+            )
+            .with_pii(request.pii.clone()),
+        );
         let host = Arc::new(HostSide {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
@@ -427,7 +434,8 @@ impl Executor {
                 allowlist,
                 self.settings.max_tool_calls_per_execution,
                 stop.clone(),
-            ),
+            )
+            .with_pii(request.pii.clone()),
         });
         let run = process.run(
             number,

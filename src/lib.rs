@@ -24,6 +24,8 @@
 //! - `appliance`: the container's relay, healthcheck and posture report.
 //! - `workspace`: what persists between executions, only through the host: the project's
 //!   files, its saved skills.
+//! - `pii`: personal data replaced by per-session tokens on its way to the client, and put
+//!   back in the calls code makes (`pii = "tokenize"`).
 //! - `app`: the assembly of all of it from the settings, shared by every subcommand (`main.rs`
 //!   holds the command line, one function per subcommand).
 //!
@@ -42,6 +44,7 @@ pub mod config;
 pub mod executor;
 pub mod front;
 pub mod ops;
+pub(crate) mod pii;
 pub mod sandbox;
 pub mod setup;
 pub(crate) mod text;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::ops::audit::{self, AskRecord, AuditLog};
+use crate::pii::Vault;
 pub(crate) use client::{AskError, ClientLine};
 
 /// How many questions one execution may put to the client, and how much sampling it may use.
@@ -41,6 +42,9 @@ pub(crate) struct Asking {
     tokens: AtomicU64,
     elicitations: AtomicU32,
     waiting: Mutex<Waiting>,
+    /// The session's token vault when personal data is tokenised: every question is tokenised
+    /// before it leaves (what it shows reaches the client and its user).
+    pii: Option<Arc<Vault>>,
 }
 
 /// How long the execution has waited for its client's answers: questions may overlap, so the
@@ -111,7 +115,22 @@ impl Asking {
             tokens: AtomicU64::new(0),
             elicitations: AtomicU32::new(0),
             waiting: Mutex::default(),
+            pii: None,
         }
+    }
+
+    /// Tokenises the questions with the session's vault, if any.
+    pub(crate) fn with_pii(mut self, pii: Option<Arc<Vault>>) -> Self {
+        self.pii = pii;
+        self
+    }
+
+    /// A question as it may leave: tokenised when personal data is.
+    fn outgoing(&self, mut params: Value) -> Value {
+        if let Some(vault) = &self.pii {
+            vault.tokenize_value(&mut params);
+        }
+        params
     }
 
     /// How long the execution has waited for its client's answers so far (the ongoing wait
@@ -153,6 +172,7 @@ impl Asking {
     /// Sends one `sampling/createMessage` (its params as JSON, `maxTokens` set) within the
     /// execution's caps, and audits it by digest and size.
     pub(crate) async fn sample(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
+        let params = self.outgoing(params);
         let max_tokens = params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0);
         let round = self.rounds.fetch_add(1, Ordering::SeqCst) + 1;
         if round > self.limits.sampling_rounds {
@@ -187,6 +207,7 @@ impl Asking {
     /// Sends one relayed `elicitation/create` within the execution's cap, and audits it (the
     /// action and sizes, never the content).
     pub(crate) async fn elicit(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
+        let params = self.outgoing(params);
         let started = Instant::now();
         let answer = self.ask_user(&params).await;
         let (outcome, bytes) = answer_facts(&answer);

@@ -43,6 +43,7 @@ use crate::catalog;
 use crate::catalog::directory::{self, Viewer};
 use crate::ops::audit::{AuditLog, ToolCallRecord, clip_name};
 use crate::ops::metrics::Metrics;
+use crate::pii::Vault;
 use crate::sandbox::proto::ToolTarget;
 use crate::upstream::{UpstreamError, UpstreamPool};
 
@@ -153,6 +154,9 @@ pub(crate) struct ExecutionCalls {
     stop: CancellationToken,
     stopped: AtomicBool,
     record: Mutex<CallRecord>,
+    /// The session's token vault when personal data is tokenised: its tokens in arguments are
+    /// put back before a call leaves.
+    pii: Option<Arc<Vault>>,
 }
 
 #[derive(Default)]
@@ -184,6 +188,21 @@ impl ExecutionCalls {
             stop,
             stopped: AtomicBool::new(false),
             record: Mutex::default(),
+            pii: None,
+        }
+    }
+
+    /// Puts back the values of this session's tokens in what the calls send.
+    pub(crate) fn with_pii(mut self, pii: Option<Arc<Vault>>) -> Self {
+        self.pii = pii;
+        self
+    }
+
+    /// `value` with this session's tokens replaced by their values (unknown tokens stay).
+    pub(crate) fn detokenize(&self, value: Value) -> Value {
+        match &self.pii {
+            Some(vault) => vault.detokenize_value(value),
+            None => value,
         }
     }
 
@@ -355,6 +374,8 @@ impl Gate {
             }
         };
         let name = catalog::qualified_name(&server, &tool);
+        // The real values, before validation: the schema checks what is sent.
+        let args = calls.detokenize(args);
         let args = match self
             .before_sending(calls, &server, &tool, &name, args, argument_bytes)
             .await

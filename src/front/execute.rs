@@ -16,6 +16,7 @@ use super::reply::object;
 use super::{budget, media};
 use crate::ask::ClientLine;
 use crate::executor::{ExecutionReport, ExecutionRequest, Executor, ReplyLimits, TaskTime};
+use crate::pii::{self, Vault};
 use crate::sandbox::proto::Language;
 use crate::sandbox::tap::OutputTap;
 
@@ -90,6 +91,8 @@ pub(super) struct CallerContext {
     /// Set when the call runs as a task.
     pub task: Option<TaskTime>,
     pub live: Arc<OutputTap>,
+    /// The session's token vault, when personal data is tokenised.
+    pub pii: Option<Arc<Vault>>,
 }
 
 /// Runs the code for the caller and turns the report into the reply.
@@ -110,31 +113,50 @@ pub(super) async fn run(
             client: caller.client,
             task: caller.task,
             live: caller.live,
+            pii: caller.pii.clone(),
         })
         .await;
-    reply(report, executor.reply_limits())
+    reply(report, executor.reply_limits(), caller.pii.as_deref())
 }
 
-/// The reply: media blocks taken out of the returned value (`media`), output, result and error
-/// fitted to the reply budget (`budget`), the report's other fields as they are.
-fn reply(mut report: ExecutionReport, limits: ReplyLimits) -> CallToolResult {
+/// The reply: media blocks taken out of the returned value (`media`), then, with a vault, every
+/// text of the report tokenised (output, error, result and the rest), then output, result and
+/// error fitted to the reply budget (`budget`), the report's other fields as they are.
+fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) -> CallToolResult {
     let success = report.success;
-    let output = std::mem::take(&mut report.output);
-    let error = report.error.take();
+    let mut output = std::mem::take(&mut report.output);
+    let mut error = report.error.take();
     let mut result = report.result.take();
-    // After the text block.
+    // After the text block. Before tokenising: media data is base64, not text.
     let media = match result.as_mut() {
         Some(value) => media::take_blocks(value, limits.media_bytes, 1),
         None => Vec::new(),
     };
-    let frame = match serde_json::to_value(&report) {
+    let mut frame = match serde_json::to_value(&report) {
         Ok(Value::Object(mut map)) => {
             for shown in ["output", "error", "result"] {
                 map.remove(shown);
             }
-            map
+            Value::Object(map)
         }
-        _ => Default::default(),
+        _ => Value::Object(Default::default()),
+    };
+    if let Some(vault) = pii {
+        if output.cut > 0 {
+            // A value the cut split in two would not be recognised.
+            pii::trim_cut_end(&mut output.head);
+            pii::trim_cut_start(&mut output.tail);
+        }
+        output.head = vault.tokenize(&output.head);
+        output.tail = vault.tokenize(&output.tail);
+        error = error.map(|e| vault.tokenize(&e));
+        if let Some(value) = result.as_mut() {
+            vault.tokenize_value(value);
+        }
+        vault.tokenize_value(&mut frame);
+    }
+    let Value::Object(frame) = frame else {
+        unreachable!("made an object above")
     };
     let parts = budget::Parts {
         output,

@@ -30,8 +30,9 @@ use rmcp::model::{
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::Value;
 
+use crate::pii::Vault;
 use crate::sandbox::proto::Stream;
-use crate::sandbox::tap::{Batch, OutputTap, TapLine};
+use crate::sandbox::tap::{Batch, CUT, OutputTap, TapLine};
 
 /// The shortest time between two rounds of notifications of one request. A quarter of a second
 /// still reads as live to a person watching, and caps a flood at four rounds a second of at most
@@ -50,8 +51,31 @@ const MAX_SESSIONS: usize = 1024;
 
 /// The one exit of live text: every progress message and log line passes through here just
 /// before it is sent. A filter of what clients see (e.g. PII tokenisation) goes here.
-pub(super) fn outgoing(text: String) -> String {
-    text
+pub(super) fn outgoing(text: String, pii: Option<&Vault>) -> String {
+    match pii {
+        Some(vault) => vault.tokenize(&cut_lines_trimmed(text)),
+        None => text,
+    }
+}
+
+/// Lines cut at the tap's line limit lose the run before their mark that may be the start of
+/// a value (which a detector would not recognise cut).
+fn cut_lines_trimmed(text: String) -> String {
+    if !text.contains(CUT) {
+        return text;
+    }
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| match line.strip_suffix(CUT) {
+            Some(body) => {
+                let mut body = body.to_string();
+                crate::pii::trim_cut_end(&mut body);
+                body + CUT
+            }
+            None => line.to_string(),
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// The log levels clients set with `logging/setLevel`, by client session.
@@ -102,6 +126,7 @@ pub(super) async fn report<T>(
     context: &RequestContext<RoleServer>,
     level: Option<LoggingLevel>,
     tap: Arc<OutputTap>,
+    pii: Option<Arc<Vault>>,
 ) -> T {
     let progress = context.meta.get_progress_token();
     let level = level.filter(|&level| {
@@ -119,6 +144,7 @@ pub(super) async fn report<T>(
         tap,
         started: Instant::now(),
         last_progress: 0.0,
+        pii,
     };
     tokio::select! {
         out = drive => out,
@@ -197,6 +223,8 @@ struct Live {
     tap: Arc<OutputTap>,
     started: Instant,
     last_progress: f64,
+    /// The session's token vault, when personal data is tokenised.
+    pii: Option<Arc<Vault>>,
 }
 
 /// The client is gone (a send failed).
@@ -255,9 +283,11 @@ impl Live {
         if let Some(level) = self.level {
             for (stream, text) in log_messages(batch, level) {
                 let (level, logger) = log_level_of(stream);
-                let param =
-                    LoggingMessageNotificationParam::new(level, Value::String(outgoing(text)))
-                        .with_logger(logger);
+                let param = LoggingMessageNotificationParam::new(
+                    level,
+                    Value::String(outgoing(text, self.pii.as_deref())),
+                )
+                .with_logger(logger);
                 self.peer
                     .notify_logging_message(param)
                     .await
@@ -272,7 +302,7 @@ impl Live {
             return Ok(());
         };
         let mut param = ProgressNotificationParam::new(token, self.next_progress());
-        param.message = Some(outgoing(text));
+        param.message = Some(outgoing(text, self.pii.as_deref()));
         self.peer.notify_progress(param).await.map_err(|_| Gone)
     }
 }

@@ -45,6 +45,7 @@ use crate::ask::client::{Offered, Question};
 use crate::catalog::directory::FailureMentions;
 use crate::executor::{Executor, TaskTime};
 use crate::ops::metrics::Metrics;
+use crate::pii::Pii;
 use crate::sandbox::proto::Language;
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
@@ -72,6 +73,8 @@ pub struct Front {
     levels: Arc<live::Levels>,
     /// The failed servers each client session was told of by `searchTools`.
     mentions: Arc<FailureMentions>,
+    /// The token vaults of the client sessions, when personal data is tokenised (`pii`).
+    pii: Option<Arc<Pii>>,
 }
 
 /// Who is calling: the client session (for rate limits and audit) and the request's
@@ -122,7 +125,6 @@ impl Front {
     ) -> Self {
         let tasks = tasks::Tasks::new(tasks::TaskLimits::of(executor.settings()));
         Front {
-            executor,
             upstream,
             metrics,
             audit,
@@ -133,6 +135,8 @@ impl Front {
             tasks: Arc::new(tasks),
             levels: Arc::default(),
             mentions: Arc::default(),
+            pii: Pii::of(executor.settings()),
+            executor,
         }
     }
 
@@ -157,6 +161,7 @@ impl Front {
                     client: caller.client.clone(),
                     task: caller.task,
                     live: caller.live.clone(),
+                    pii: self.vault(&caller.session),
                 };
                 Ok(execute::run(&self.executor, language, args, context).await)
             }
@@ -255,6 +260,13 @@ impl Front {
 }
 
 impl Front {
+    /// The token vault of a client session, when personal data is tokenised. The session is
+    /// [`session_of`]'s: over stdio the process's one client, over HTTP the principal (this
+    /// server issues no MCP sessions, so two clients with one bearer token share one vault).
+    fn vault(&self, session: &str) -> Option<Arc<crate::pii::Vault>> {
+        self.pii.as_ref().map(|pii| pii.vault(session))
+    }
+
     /// A line whose questions travel in the answers to the client's requests (`input_required`
     /// rounds, or a task's `inputRequests`), offering what the client declares. Over stdio
     /// that is also what downstream servers are offered.
@@ -382,6 +394,7 @@ impl ServerHandler for Front {
         tracing::debug!(tool = %request.name, "front: call received");
         let session = session_of(&context);
         let level = self.levels.for_request(&session, &context);
+        let vault = self.vault(&session);
         let call = match &request.request_state {
             // The retry of a call that asked its client (protocol 2026-07-28).
             Some(state) => {
@@ -412,7 +425,7 @@ impl ServerHandler for Front {
             .drive(call, context.ct.clone(), self.executor.ask_timeout());
         // The output the code prints, live, to a client that asked for progress or set a log
         // level (and a heartbeat while it prints nothing), until the call returns.
-        let next = live::report(drive, &context, level, output).await;
+        let next = live::report(drive, &context, level, output, vault).await;
         let result = match next {
             Next::Asks(input) => return Ok(conform::identified(input.into(), &context)),
             Next::Done(Ok(result)) => result,

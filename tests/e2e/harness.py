@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 SERVERS_DIR = REPO / "tests" / "servers"
 STORE_SERVER = SERVERS_DIR / "store_server.py"
 ASKER_SERVER = SERVERS_DIR / "asker_server.py"
+PEOPLE_SERVER = SERVERS_DIR / "people_server.py"
 # The venv's bin dir (not resolved: a venv's python is a symlink to the base interpreter).
 VENV_BIN = Path(sys.executable).parent
 
@@ -193,6 +194,12 @@ class E2EEnv:
             "Test-Store": {"command": sys.executable, "args": [str(STORE_SERVER)]},
             "broken": {"command": MISSING_BINARY, "args": []},
             "asker": {"command": sys.executable, "args": [str(ASKER_SERVER)]},
+            # Records what it receives in `people-received.jsonl` beside the test's other files.
+            "people": {
+                "command": sys.executable,
+                "args": [str(PEOPLE_SERVER)],
+                "env": {"PEOPLE_RECEIVED": str(self.root / "people-received.jsonl")},
+            },
         }
         return {name: all_configs[name] for name in self.servers}
 

@@ -123,9 +123,13 @@ impl Gate {
             Err((name, stop)) => return self.stopped(calls, &name, &asked, 0, stop),
         };
         let started = Instant::now();
+        let uri = match calls.detokenize(Value::String(uri.to_string())) {
+            Value::String(uri) => uri,
+            _ => unreachable!("a string stays a string"),
+        };
         let read = self
             .upstream
-            .read_resource(&server, uri, Some(calls.asking()))
+            .read_resource(&server, &uri, Some(calls.asking()))
             .await;
         self.finish_content(calls, &name, &server, started, read)
     }
@@ -177,6 +181,9 @@ impl Gate {
         let Value::Object(args) = args else {
             let refusal = Refusal::ArgumentsNotObject(asked.to_string());
             return self.stopped(calls, &name, &server, 0, refusal.into());
+        };
+        let Value::Object(args) = calls.detokenize(Value::Object(args)) else {
+            unreachable!("an object stays an object")
         };
         let args: Map<String, Value> = args;
         let started = Instant::now();

@@ -1,0 +1,274 @@
+//! Tests of the detectors, the vault and the session registry.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::detect::find;
+use super::vault::MAX_ENTRIES;
+use super::*;
+
+fn kinds_in(text: &str) -> Vec<(PiiKind, String)> {
+    find(text, &PiiKind::ALL)
+        .into_iter()
+        .map(|f| (f.kind, text[f.start..f.end].to_string()))
+        .collect()
+}
+
+fn found(text: &str, kind: PiiKind) -> Vec<String> {
+    kinds_in(text)
+        .into_iter()
+        .filter(|(k, _)| *k == kind)
+        .map(|(_, s)| s)
+        .collect()
+}
+
+fn nothing_in(text: &str) {
+    assert_eq!(kinds_in(text), [], "{text}");
+}
+
+#[test]
+fn emails_in_several_forms() {
+    for email in [
+        "alice@example.com",
+        "Bob.Smith+tag@mail.example.co.uk",
+        "x_y-z%1@sub-domain.example.org",
+    ] {
+        let text = format!("mail <{email}>, then.");
+        assert_eq!(found(&text, PiiKind::Email), [email], "{text}");
+    }
+    nothing_in("user@localhost and @handle and a@b");
+}
+
+#[test]
+fn cards_are_luhn_checked() {
+    for card in [
+        "4111 1111 1111 1111",
+        "4111-1111-1111-1111",
+        "5555555555554444",
+        "378282246310005",
+        "6011 0009 9013 9424",
+    ] {
+        let text = format!("card: {card}.");
+        assert_eq!(found(&text, PiiKind::Card), [card], "{text}");
+    }
+    // One digit off: Luhn fails. Too short, too long, or not a network's first digit.
+    for near in [
+        "4111 1111 1111 1112",
+        "411111111111",
+        "41111111111111111111111",
+        "1111111111111111117",
+        "order 9111111111111111",
+    ] {
+        assert!(found(near, PiiKind::Card).is_empty(), "{near}");
+    }
+}
+
+#[test]
+fn ibans_are_checksummed() {
+    for iban in [
+        "DE89 3704 0044 0532 0130 00",
+        "DE89370400440532013000",
+        "GB82 WEST 1234 5698 7654 32",
+        "FR14 2004 1010 0505 0001 3M02 606",
+    ] {
+        let text = format!("pay to {iban} TODAY please");
+        assert_eq!(found(&text, PiiKind::Iban), [iban], "{text}");
+    }
+    // A checksum off by one; a country that has no IBAN.
+    nothing_in("GB82 WEST 1234 5698 7654 33");
+    nothing_in("XX82WEST12345698765432");
+}
+
+#[test]
+fn national_ids_follow_the_issuing_rules() {
+    assert_eq!(
+        found("SSN 123-45-6789", PiiKind::NationalId),
+        ["123-45-6789"]
+    );
+    assert_eq!(
+        found("NI: AB 12 34 56 C", PiiKind::NationalId),
+        ["AB 12 34 56 C"]
+    );
+    assert_eq!(found("NI: JG103759A.", PiiKind::NationalId), ["JG103759A"]);
+    for never_issued in [
+        "000-12-3456",
+        "666-12-3456",
+        "912-12-3456",
+        "123-00-4567",
+        "123-45-0000",
+        "QQ123456C",
+        "GB123456A",
+        "AB123456E",
+    ] {
+        nothing_in(never_issued);
+    }
+    // Not written as an SSN.
+    nothing_in("part 123456789 and 12-345-6789");
+}
+
+#[test]
+fn ip_addresses_but_not_versions_or_loopback() {
+    assert_eq!(found("from 203.0.113.7:443", PiiKind::Ip), ["203.0.113.7"]);
+    assert_eq!(found("lan 192.168.1.20", PiiKind::Ip), ["192.168.1.20"]);
+    assert_eq!(found("v6 2001:db8::1.", PiiKind::Ip), ["2001:db8::1"]);
+    assert_eq!(
+        found("[fe80::1ff:fe23:4567:890a]", PiiKind::Ip),
+        ["fe80::1ff:fe23:4567:890a"]
+    );
+    for not_one in [
+        "999.1.1.1",
+        "127.0.0.1",
+        "0.0.0.0",
+        "255.255.255.255",
+        "::1",
+        "version v1.2.3.4",
+        "1.2.3.4.5",
+        "at 10:30:45",
+        "std::vector",
+        "mac 00:1a:2b:3c:4d:5e",
+    ] {
+        nothing_in(not_one);
+    }
+}
+
+#[test]
+fn phone_numbers_international_and_national() {
+    for phone in [
+        "+1 650-253-0000",
+        "+44 20 7946 0958",
+        "+4930901820",
+        "(650) 253-0000",
+        "650.253.0000",
+        "020 7946 0958",
+    ] {
+        let text = format!("call {phone} now");
+        assert_eq!(found(&text, PiiKind::Phone), [phone], "{text}");
+    }
+    for not_one in [
+        "2024-01-15",
+        "15.01.2024",
+        "order 6502530000",
+        "+1 000 000",
+        "pages 12-34",
+    ] {
+        nothing_in(not_one);
+    }
+}
+
+#[test]
+fn the_order_decides_between_kinds() {
+    let text = "4111 1111 1111 1111 / 203.0.113.7 / a.b@example.com / 123-45-6789";
+    let kinds: Vec<PiiKind> = kinds_in(text).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        kinds,
+        [
+            PiiKind::Card,
+            PiiKind::Ip,
+            PiiKind::Email,
+            PiiKind::NationalId
+        ]
+    );
+    // Only the kinds asked for.
+    assert_eq!(find(text, &[PiiKind::Ip]).len(), 1);
+}
+
+#[test]
+fn tokens_are_stable_and_not_tokenised_again() {
+    let vault = Vault::new(PiiKind::ALL.to_vec());
+    let once = vault.tokenize("Alice@Example.com, alice@example.com, bob@example.com");
+    assert_eq!(once, "[EMAIL_1], [EMAIL_1], [EMAIL_2]");
+    assert_eq!(vault.tokenize(&once), once);
+    let card = vault.tokenize("4111-1111-1111-1111 then 4111111111111111");
+    assert_eq!(card, "[CARD_1] then [CARD_1]");
+    assert_eq!(vault.tokenize("[IP_7] [EMAIL]"), "[IP_7] [EMAIL]");
+    // The first form seen is the one given back.
+    assert_eq!(vault.detokenize("to [EMAIL_1]"), "to Alice@Example.com");
+    assert_eq!(vault.detokenize("[CARD_1]"), "4111-1111-1111-1111");
+    // Unknown tokens stay as they are.
+    assert_eq!(
+        vault.detokenize("[EMAIL_9] [CARD] [X_1]"),
+        "[EMAIL_9] [CARD] [X_1]"
+    );
+}
+
+#[test]
+fn values_are_walked_keys_included() {
+    let vault = Vault::new(PiiKind::ALL.to_vec());
+    let mut value = json!({
+        "alice@example.com": {"card": "4111 1111 1111 1111", "n": 4111111111111111u64},
+        "list": ["+44 20 7946 0958", null, true]
+    });
+    vault.tokenize_value(&mut value);
+    assert_eq!(
+        value,
+        json!({
+            "[EMAIL_1]": {"card": "[CARD_1]", "n": 4111111111111111u64},
+            "list": ["[PHONE_1]", null, true]
+        })
+    );
+    let back = vault.detokenize_value(json!({"[EMAIL_1]": ["[PHONE_1]", 3]}));
+    assert_eq!(back, json!({"alice@example.com": ["+44 20 7946 0958", 3]}));
+}
+
+#[test]
+fn past_its_cap_a_vault_redacts() {
+    let vault = Vault::new(vec![PiiKind::Email]);
+    for n in 0..MAX_ENTRIES {
+        vault.tokenize(&format!("u{n}@example.com"));
+    }
+    assert_eq!(vault.len(), MAX_ENTRIES);
+    assert_eq!(vault.tokenize("new@example.com"), "[EMAIL]");
+    assert_eq!(vault.tokenize("u0@example.com"), "[EMAIL_1]");
+    assert!(!format!("{vault:?}").contains("example"));
+}
+
+#[test]
+fn sessions_have_their_own_vaults_and_are_bounded() {
+    let pii = Pii::new(PiiKind::ALL.to_vec());
+    let a = pii.vault("stdio");
+    assert_eq!(a.tokenize("a@example.com"), "[EMAIL_1]");
+    let b = pii.vault("http-token:abc");
+    assert_eq!(b.detokenize("[EMAIL_1]"), "[EMAIL_1]");
+    assert_eq!(pii.vault("stdio").detokenize("[EMAIL_1]"), "a@example.com");
+    for n in 0..(MAX_SESSIONS + 5) {
+        pii.vault(&format!("http-peer:{n}"));
+    }
+    assert_eq!(pii.sessions(), MAX_SESSIONS);
+    // A vault in use by an execution is not the one forgotten.
+    assert_eq!(pii.vault("stdio").detokenize("[EMAIL_1]"), "a@example.com");
+    drop(a);
+}
+
+#[test]
+fn cut_edges_drop_what_may_be_part_of_a_value() {
+    let mut head = "line one\nmail alice@exa".to_string();
+    trim_cut_end(&mut head);
+    assert_eq!(head, "line one\n");
+    let mut tail = "mple.com\nlast line".to_string();
+    trim_cut_start(&mut tail);
+    assert_eq!(tail, "\nlast line");
+    let mut long = "x".repeat(200);
+    trim_cut_end(&mut long);
+    assert_eq!(long.len(), 200 - EDGE_BYTES);
+}
+
+#[test]
+fn a_mebibyte_of_output_is_tokenised_quickly() {
+    let line = "id 1234, alice@example.com paid with 4111 1111 1111 1111 from 203.0.113.7, tel +44 20 7946 0958, 2024-01-15 ok\n";
+    let text = line.repeat((1 << 20) / line.len());
+    let vault = Vault::new(PiiKind::ALL.to_vec());
+    let started = Instant::now();
+    let out = vault.tokenize(&text);
+    let took = started.elapsed();
+    println!("1 MiB tokenised in {took:?}");
+    assert!(!out.contains("alice@") && !out.contains("4111") && !out.contains("7946"));
+    assert!(took.as_secs() < 5, "{took:?}");
+    // A mebibyte of digits and separators, the worst for the candidate regexes.
+    let digits = "12-34 56.78 ".repeat((1 << 20) / 12);
+    let started = Instant::now();
+    vault.tokenize(&digits);
+    let took = started.elapsed();
+    println!("1 MiB of digits in {took:?}");
+    assert!(took.as_secs() < 5, "{took:?}");
+}

@@ -1,0 +1,211 @@
+"""Personal data tokenised on its way to the client (`pii = "tokenize"`): a real downstream server
+(`tests/servers/people_server.py`) returns records with emails, card numbers, phone numbers,
+IBANs, SSNs and IP addresses; the code sees them, the client sees only tokens (text blocks,
+`structuredContent`, errors, every progress message); a token code passes to a tool reaches the
+downstream server as the real value; tokens mean nothing in another client session; nothing of
+the map is written anywhere; with `pii` off the values pass unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import people_server
+from conftest import start_client
+from harness import McpClient, check_exec, ok, run_ts
+
+PII_ON = {"CODE_EXECUTOR_PII": "tokenize"}
+TOKEN = re.compile(r"\[(EMAIL|PHONE|CARD|IBAN|NATIONAL_ID|IP)_\d+\]")
+ALLOWED = ["mcp__people__*"]
+
+LIST = "const people = (await callMCPTool('mcp__people__list_people', {})).people;\n"
+
+# What the tests look for, besides the values as written: the digits of cards and IBANs.
+def forms(value: str) -> set[str]:
+    compact = re.sub(r"[ \-]", "", value)
+    return {value, compact}
+
+
+ALL_FORMS = set().union(*(forms(v) for v in people_server.VALUES))
+
+
+def leaks(text: str) -> list[str]:
+    return sorted(v for v in ALL_FORMS if v in text)
+
+
+def start(transport: str, root: Path, audit: bool = True, pii: bool = True) -> McpClient:
+    env = dict(PII_ON) if pii else {}
+    if audit:
+        env["CODE_EXECUTOR_AUDIT_LOG_DIR"] = str(root / "audit")
+    return start_client(transport, root, servers=("people",), extra_env=env)
+
+
+def received(root: Path) -> list[dict]:
+    path = root / "people-received.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module", params=["stdio", "http"])
+def tokenizing(request, tmp_path_factory, ce_binary):
+    root = tmp_path_factory.mktemp(f"pii-{request.param}")
+    c = start(request.param, root)
+    yield c, root
+    c.close()
+
+
+def test_the_client_sees_tokens_in_output_result_and_keys(tokenizing) -> None:
+    c, _ = tokenizing
+    ex = ok(
+        c,
+        LIST
+        + "for (const p of people) console.log(`${p.name}: ${p.email} ${p.card} ${p.phone} ${p.iban} ${p.ssn} ${p.ip}`);\n"
+        + "return {people, byEmail: Object.fromEntries(people.map((p) => [p.email, p.name]))};",
+        allowed=ALLOWED,
+    )
+    everything = ex.everything()
+    assert leaks(everything) == [], ex.describe()
+    for kind in ("EMAIL", "CARD", "PHONE", "IBAN", "NATIONAL_ID", "IP"):
+        assert f"[{kind}_1]" in everything and f"[{kind}_2]" in everything, ex.describe()
+    # Stable: the same value has the same token in output, result and keys.
+    alice = ex.result["people"][0]
+    assert ex.result["byEmail"][alice["email"]] == "Alice Smith", ex.describe()
+    assert f"Alice Smith: {alice['email']} {alice['card']}" in ex.output, ex.describe()
+    # Names are not personal data of a kind detected: they pass.
+    assert "Alice Smith" in everything
+
+
+def test_errors_from_code_and_from_the_server_carry_tokens(tokenizing) -> None:
+    c, _ = tokenizing
+    ex = run_ts(c, LIST + "throw new Error(`no refund for ${people[1].email}, card ${people[1].card}`);", allowed=ALLOWED)
+    assert not ex.success and "no refund for [EMAIL_" in ex.error, ex.describe()
+    assert leaks(ex.everything()) == [], ex.describe()
+    # The downstream server's own error message, uncaught.
+    ex = run_ts(c, "await callMCPTool('mcp__people__fail_for', {person: 0});", allowed=ALLOWED)
+    assert not ex.success and "payment declined for [EMAIL_" in ex.error, ex.describe()
+    assert leaks(ex.everything()) == [], ex.describe()
+
+
+def test_progress_messages_carry_tokens(tokenizing) -> None:
+    c, _ = tokenizing
+    code = (
+        LIST
+        + "for (let i = 0; i < 6; i++) { const p = people[i % 2];\n"
+        + "  console.log(`${p.email} ${p.card} ${p.phone} ${p.iban} ${p.ssn} ${p.ip}`);\n"
+        + "  await new Promise((r) => setTimeout(r, 300)); }\nreturn 'done';"
+    )
+    seen: list[str | None] = []
+
+    async def go():
+        async def on_progress(progress, total, message):
+            seen.append(message)
+
+        return await c.session.call_tool(
+            "executeTypescript",
+            {"code": code, "allowedTools": ALLOWED},
+            read_timeout_seconds=90,
+            progress_callback=on_progress,
+        )
+
+    raw = c.run_async(go)
+    ex = check_exec("executeTypescript", raw, 0)
+    assert ex.success, ex.describe()
+    messages = "\n".join(m or "" for m in seen)
+    assert TOKEN.search(messages), f"no token in the progress messages: {seen}"
+    assert leaks(messages) == [], seen
+    assert leaks(ex.everything()) == [], ex.describe()
+
+
+def test_a_token_passed_to_a_tool_arrives_as_the_real_value(tokenizing) -> None:
+    c, root = tokenizing
+    ex = ok(c, LIST + "return [people[0].email, people[0].card];", allowed=ALLOWED)
+    email_token, card_token = ex.result
+    assert TOKEN.fullmatch(email_token) and TOKEN.fullmatch(card_token), ex.describe()
+    before = len(received(root))
+    ex = ok(
+        c,
+        f"return await callMCPTool('mcp__people__remember', {{note: 'write to {email_token}', details: {{'{email_token}': '{card_token}', unknown: '[EMAIL_999]'}}}});",
+        allowed=ALLOWED,
+    )
+    got = received(root)[before:]
+    alice = people_server.PEOPLE[0]
+    assert got == [
+        {
+            "note": f"write to {alice['email']}",
+            "details": {alice["email"]: alice["card"], "unknown": "[EMAIL_999]"},
+        }
+    ], got
+    # Honest boundary: code that has a tool echo a token gets the value back, which it had
+    # already seen; it leaves again only as a token.
+    echo = f"const r = await callMCPTool('mcp__people__echo', {{value: '{email_token}'}});\n"
+    echo += "const v = typeof r === 'string' ? r : r.result;\n"
+    ex = ok(c, echo + "console.log(v); return {v};", allowed=ALLOWED)
+    assert ex.result["v"] == email_token and email_token in ex.output, ex.describe()
+    assert leaks(ex.everything()) == [], ex.describe()
+    ex = ok(c, LIST + echo + "return v === people[0].email;", allowed=ALLOWED)
+    assert ex.result is True, ex.describe()
+
+
+def test_code_cannot_reach_the_token_map(tokenizing) -> None:
+    c, _ = tokenizing
+    ok(c, LIST + "return people[0].email;", allowed=ALLOWED)
+    ex = ok(
+        c,
+        """
+const names = Object.getOwnPropertyNames(globalThis).join(' ');
+const hits = names.split(' ').filter((n) => /pii|vault|token/i.test(n));
+return {hits, text: '[EMAIL_1]', same: '[EMAIL_1]' === 'alice.smith@example.com'};
+""",
+    )
+    assert ex.result["hits"] == [] and ex.result["same"] is False, ex.describe()
+    # The token stays a token in the sandbox: nothing there turns it back.
+    assert ex.result["text"] == "[EMAIL_1]"
+
+
+def test_tokens_mean_nothing_in_another_session(tmp_path, ce_binary, tokenizing) -> None:
+    c, _ = tokenizing
+    ex = ok(c, LIST + "return people[1].email;", allowed=ALLOWED)
+    token = ex.result
+    other = start(c.transport, tmp_path, audit=False)
+    try:
+        ok(
+            other,
+            f"return await callMCPTool('mcp__people__remember', {{note: '{token}'}});",
+            allowed=ALLOWED,
+        )
+    finally:
+        other.close()
+    assert received(tmp_path) == [{"note": token, "details": None}]
+
+
+def test_nothing_of_the_map_is_written(tokenizing) -> None:
+    c, root = tokenizing
+    ok(c, LIST + "console.log(JSON.stringify(people)); return people;", allowed=ALLOWED)
+    c.close()
+    audit = list((root / "audit").rglob("*"))
+    assert any(p.is_file() for p in audit), "no audit record was written"
+    checked = 0
+    for path in root.rglob("*"):
+        if not path.is_file() or path.name == "people-received.jsonl" or path.is_symlink():
+            continue
+        text = path.read_bytes().decode("utf-8", "replace")
+        checked += 1
+        assert leaks(text) == [], f"{path} holds {leaks(text)}"
+        assert not TOKEN.search(text) or path.suffix == ".log", f"{path} holds a token"
+    assert checked >= 2
+
+
+def test_with_pii_off_values_pass_unchanged(tmp_path, ce_binary) -> None:
+    c = start("stdio", tmp_path, audit=False, pii=False)
+    try:
+        ex = ok(c, LIST + "console.log(people[0].email); return people[0];", allowed=ALLOWED)
+    finally:
+        c.close()
+    assert ex.result == people_server.PEOPLE[0], ex.describe()
+    assert people_server.PEOPLE[0]["email"] in ex.output
+    assert not TOKEN.search(ex.everything())

@@ -1,0 +1,82 @@
+"""people: a downstream MCP server holding personal data, for the e2e tests of PII tokenisation.
+
+Run with `python people_server.py` (stdio). Built on the official MCP Python SDK (`MCPServer`).
+
+- `list_people()`: `{people: [...]}`, the records below (emails, valid-Luhn card numbers, phone numbers, IBANs with
+  valid checksums, US SSNs, IP addresses).
+- `remember(**args)`: appends exactly the arguments it received, as one JSON line, to the file
+  named by `PEOPLE_RECEIVED` (so a test can check which values arrived), and answers `stored`.
+- `echo(value)`: returns what it received.
+- `fail_for(person)`: fails with an error message that holds the person's email and card.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+warnings.simplefilter("ignore")
+
+PEOPLE = [
+    {
+        "name": "Alice Smith",
+        "email": "alice.smith@example.com",
+        "card": "4111 1111 1111 1111",
+        "phone": "+44 20 7946 0958",
+        "iban": "DE89 3704 0044 0532 0130 00",
+        "ssn": "123-45-6789",
+        "ip": "203.0.113.7",
+    },
+    {
+        "name": "Bob Jones",
+        "email": "bob.jones@example.org",
+        "card": "5555-5555-5555-4444",
+        "phone": "+1 650-253-0000",
+        "iban": "GB82 WEST 1234 5698 7654 32",
+        "ssn": "234-56-7890",
+        "ip": "198.51.100.23",
+    },
+]
+
+# Every personal value in the records: none may reach a client that tokenises.
+VALUES = [v for person in PEOPLE for k, v in person.items() if k != "name"]
+
+mcp = MCPServer("people")
+
+
+@mcp.tool()
+def list_people() -> dict[str, list[dict[str, str]]]:
+    """The people on file, with their contact and payment details."""
+    return {"people": PEOPLE}
+
+
+@mcp.tool()
+def remember(note: str, details: dict[str, Any] | None = None) -> str:
+    """Stores a note (and details) about a person."""
+    path = os.environ.get("PEOPLE_RECEIVED")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"note": note, "details": details}) + "\n")
+    return "stored"
+
+
+@mcp.tool()
+def echo(value: Any) -> Any:
+    """Returns its argument."""
+    return value
+
+
+@mcp.tool()
+def fail_for(person: int) -> str:
+    """Fails, naming the person's email and card."""
+    p = PEOPLE[person]
+    raise ToolError(f"payment declined for {p['email']} with card {p['card']}")
+
+
+if __name__ == "__main__":
+    mcp.run()
