@@ -26,8 +26,8 @@ use code_executor::sandbox::snapshot;
 use code_executor::setup::auth::AuthArgs;
 use code_executor::setup::cli::SetupArgs;
 use code_executor::setup::trust::TrustArgs;
-use code_executor::workspace::skills_cli::SkillsArgs;
 use code_executor::workspace::cli::WorkspaceArgs;
+use code_executor::workspace::skills_cli::SkillsArgs;
 use code_executor::wrappers::cli::WrappersArgs;
 
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a

@@ -10,10 +10,10 @@
 //! processes, and the atomic replacement of a file (readers see the old bytes or the new ones,
 //! never part of either).
 
-pub mod skills;
-pub mod skills_cli;
 pub mod cli;
 pub mod files;
+pub mod skills;
+pub mod skills_cli;
 
 use std::io::Write;
 use std::os::unix::fs::DirBuilderExt;
