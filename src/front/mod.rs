@@ -165,11 +165,20 @@ impl Front {
                 };
                 Ok(execute::run(&self.executor, language, args, context).await)
             }
-            catalog::SEARCH_TOOLS => {
-                let args = parse(name, args)?;
-                catalog::search(&self.executor, &self.mentions, &caller.session, args).await
+            // Skills in these answers carry text code wrote (descriptions, signatures), which
+            // may hold personal data.
+            catalog::SEARCH_TOOLS | catalog::GET_TOOL_SCHEMA => {
+                let mut result = if name == catalog::SEARCH_TOOLS {
+                    let args = parse(name, args)?;
+                    catalog::search(&self.executor, &self.mentions, &caller.session, args).await
+                } else {
+                    catalog::schema(&self.executor, parse(name, args)?).await
+                }?;
+                if let Some(vault) = self.vault(&caller.session) {
+                    vault.tokenize_result(&mut result);
+                }
+                Ok(result)
             }
-            catalog::GET_TOOL_SCHEMA => catalog::schema(&self.executor, parse(name, args)?).await,
             catalog::LIST_SERVERS => catalog::servers(&self.executor, parse(name, args)?).await,
             health::HEALTH => {
                 let NoArgs {} = parse(name, args)?;

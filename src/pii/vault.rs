@@ -86,6 +86,19 @@ impl Vault {
         }
     }
 
+    /// Tokenises a whole tool result the client gets: its text blocks and `structuredContent`
+    /// (search results and schemas, which show skills that code wrote).
+    pub(crate) fn tokenize_result(&self, result: &mut rmcp::model::CallToolResult) {
+        if let Some(value) = result.structured_content.as_mut() {
+            self.tokenize_value(value);
+        }
+        for block in &mut result.content {
+            if let rmcp::model::ContentBlock::Text(text) = block {
+                text.text = self.tokenize(&text.text);
+            }
+        }
+    }
+
     /// `text` with the tokens of this vault replaced by the values they stand for; other
     /// tokens (of another session, or bare redactions) stay as they are.
     pub(crate) fn detokenize(&self, text: &str) -> String {

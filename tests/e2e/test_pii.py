@@ -167,6 +167,27 @@ return {hits, text: '[EMAIL_1]', same: '[EMAIL_1]' === 'alice.smith@example.com'
     assert ex.result["text"] == "[EMAIL_1]"
 
 
+def test_search_results_and_schemas_carry_tokens(tokenizing) -> None:
+    """A skill's description is text code wrote: the LLM's searchTools and getToolSchema show it
+    tokenised like everything else that reaches the client."""
+    c, _ = tokenizing
+    owner = "skill.owner@example.org"
+    ok(
+        c,
+        "return await saveSkill('contact_owner', 'export function owner(): string { return \"x\"; }', "
+        f"{{description: 'Mails the invoices owner {owner}'}});",
+    )
+    for tool, args in (
+        ("searchTools", {"query": "invoices owner"}),
+        ("getToolSchema", {"name": "skills/contact_owner.ts"}),
+    ):
+        raw = c.call(tool, args)
+        seen = raw.model_dump_json(by_alias=True)
+        assert not raw.is_error, seen
+        assert "contact_owner" in seen, seen
+        assert owner not in seen and TOKEN.search(seen), seen
+
+
 def test_tokens_mean_nothing_in_another_session(tmp_path, ce_binary, tokenizing) -> None:
     c, _ = tokenizing
     ex = ok(c, LIST + "return people[1].email;", allowed=ALLOWED)
