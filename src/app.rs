@@ -175,12 +175,17 @@ impl App {
             audit.clone(),
             metrics.clone(),
         ));
-        let space = match Space::open(&settings) {
-            Ok(space) => space.map(Arc::new),
-            Err(e) => {
+        // Only a serving process creates the workspace; the other subcommands use one that
+        // exists (`fetch-runtimes` runs as root while the container image is built, and must
+        // leave no directory behind in the image).
+        let in_use = serving || settings.workspace_dir.as_ref().is_some_and(|d| d.is_dir());
+        let space = match in_use.then(|| Space::open(&settings)) {
+            Some(Ok(space)) => space.map(Arc::new),
+            Some(Err(e)) => {
                 tracing::warn!("{e}: executions run without a workspace");
                 None
             }
+            None => None,
         };
         let wiring = Wiring {
             gate,
