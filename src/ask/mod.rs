@@ -43,7 +43,8 @@ pub(crate) struct Asking {
     elicitations: AtomicU32,
     waiting: Mutex<Waiting>,
     /// The session's token vault when personal data is tokenised: every question is tokenised
-    /// before it leaves (what it shows reaches the client and its user).
+    /// before it leaves (what it shows reaches the client and its user), and the session's
+    /// tokens in an answer are put back.
     pii: Option<Arc<Vault>>,
 }
 
@@ -133,6 +134,15 @@ impl Asking {
         params
     }
 
+    /// An answer as code or the asking server receives it: this session's tokens in it put
+    /// back, since what the client answers may quote the tokens it was shown.
+    fn incoming(&self, answer: Result<Value, AskError>) -> Result<Value, AskError> {
+        match &self.pii {
+            Some(vault) => answer.map(|value| vault.detokenize_value(value)),
+            None => answer,
+        }
+    }
+
     /// How long the execution has waited for its client's answers so far (the ongoing wait
     /// included): time its deadline does not count.
     pub(crate) fn waited(&self) -> Duration {
@@ -201,7 +211,7 @@ impl Asking {
         };
         let (outcome, bytes) = answer_facts(&answer);
         self.record("sampling", asker, &params, outcome, bytes, started, None);
-        answer
+        self.incoming(answer)
     }
 
     /// Sends one relayed `elicitation/create` within the execution's cap, and audits it (the
@@ -212,7 +222,7 @@ impl Asking {
         let answer = self.ask_user(&params).await;
         let (outcome, bytes) = answer_facts(&answer);
         self.record("elicitation", asker, &params, outcome, bytes, started, None);
-        answer
+        self.incoming(answer)
     }
 
     /// Sends one `elicitation/create` within the execution's cap, unrecorded (approvals record

@@ -84,13 +84,28 @@ impl Space {
         quota: WorkspaceQuota,
     ) -> Result<Space, SpaceError> {
         let root = workspace_dir.join(project_key(project_dir));
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true).mode(0o700);
-        for dir in [root.join(FILES_DIR), root.join(SKILLS_DIR)] {
-            builder.create(&dir).map_err(|source| SpaceError::Create {
-                path: dir.clone(),
+        let create = |dir: &Path, mode: Option<u32>| {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            if let Some(mode) = mode {
+                builder.mode(mode);
+            }
+            builder.create(dir).map_err(|source| SpaceError::Create {
+                path: dir.to_path_buf(),
                 source,
-            })?;
+            })
+        };
+        // The parents (`~/.local/share/...`) get the usual mode; only the workspaces
+        // directory, whose entries name the projects, and each project's own are private.
+        if let Some(parent) = workspace_dir.parent() {
+            create(parent, None)?;
+        }
+        for dir in [
+            workspace_dir.to_path_buf(),
+            root.join(FILES_DIR),
+            root.join(SKILLS_DIR),
+        ] {
+            create(&dir, Some(0o700))?;
         }
         let open = |path: PathBuf| {
             Dir::open_ambient_dir(&path, ambient_authority())
@@ -214,13 +229,17 @@ mod tests {
     #[test]
     fn a_workspace_is_private_and_a_replaced_file_is_whole() {
         let base = tempfile::tempdir().unwrap();
-        let space = Space::open_at(&base.path().join("ws"), base.path(), quota()).unwrap();
+        let workspaces = base.path().join("share/code-executor/workspaces");
+        let space = Space::open_at(&workspaces, base.path(), quota()).unwrap();
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(space.root())
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o700);
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        for private in [space.root(), &workspaces, &space.root().join(FILES_DIR)] {
+            assert_eq!(mode(private), 0o700, "{}", private.display());
+        }
+        // The parents it had to make get the usual mode, as `mkdir -p` would make them.
+        let usual = base.path().join("usual");
+        std::fs::create_dir(&usual).unwrap();
+        assert_eq!(mode(&base.path().join("share")), mode(&usual));
         let _lock = space.exclusive().unwrap();
         replace_file(space.files(), Path::new("a.txt"), b"one").unwrap();
         replace_file(space.files(), Path::new("a.txt"), b"two").unwrap();

@@ -1,6 +1,7 @@
 """Code that can ask: sampling from code (`llm.ask` / `llm.think`), the user's approval through
 elicitation before a tool call leaves, the downstream servers' own questions relayed to the
-client, and resources and prompts read from code.
+client, and resources and prompts read from code; with `pii = "tokenize"`, every question shows
+tokens and the session's tokens in an answer come back as the real values.
 
 A real MCP client (the Python SDK's `ClientSession` over stdio) answers sampling and elicitation
 with callbacks the tests script; the downstream server `asker` (tests/servers/asker_server.py,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,16 +76,21 @@ def start(tmp_path: Path, script: Script | None, extra_env: dict[str, str] | Non
     return client
 
 
-@pytest.fixture(scope="module")
-def asked(tmp_path_factory):
+def scripted(tmp_path_factory, name: str, env: dict[str, str]):
+    """A fixture's body: a client whose answers a fresh `Script` gives, closed at the end."""
     script = Script()
-    client = start(
-        tmp_path_factory.mktemp("asking"),
-        script,
-        {"CODE_EXECUTOR_ASK_TIMEOUT_MS": "3000", "CODE_EXECUTOR_APPROVAL_REQUIRED": "[mcp__asker__archive_item]"},
-    )
+    client = start(tmp_path_factory.mktemp(name), script, env)
     yield client, script
     client.close()
+
+
+@pytest.fixture(scope="module")
+def asked(tmp_path_factory):
+    yield from scripted(
+        tmp_path_factory,
+        "asking",
+        {"CODE_EXECUTOR_ASK_TIMEOUT_MS": "3000", "CODE_EXECUTOR_APPROVAL_REQUIRED": "[mcp__asker__archive_item]"},
+    )
 
 
 def asker_calls(client: McpClient) -> dict[str, int]:
@@ -419,3 +426,83 @@ def test_standalone_questions_of_an_older_server_are_relayed_both_ways(legacy):
     r = run_py(client, "await call_mcp_tool('mcp__asker__confirm', {'what': 'x'})", allowed=["mcp__asker__*"])
     assert r.success, r.error
     assert r.result["action"] == "cancel"
+
+
+# ---- personal data in questions (`pii = "tokenize"`) ------------------------------------------
+
+EMAIL = "alice.smith@example.com"
+CARD = "4111 1111 1111 1111"
+TOKEN_RE = r"\[(EMAIL|CARD)_\d+\]"
+
+
+@pytest.fixture(scope="module")
+def tokenizing(tmp_path_factory):
+    yield from scripted(
+        tmp_path_factory,
+        "asking-pii",
+        {
+            "CODE_EXECUTOR_PII": "tokenize",
+            "CODE_EXECUTOR_ASK_TIMEOUT_MS": "5000",
+            "CODE_EXECUTOR_APPROVAL_REQUIRED": "[mcp__asker__confirm]",
+        },
+    )
+
+
+def shown(params) -> str:
+    """Everything a question showed the client, as JSON."""
+    return params.model_dump_json()
+
+
+def test_code_s_sampling_shows_tokens_and_the_answer_s_tokens_come_back_real(tokenizing):
+    client, script = tokenizing
+    script.sample_reply = lambda p: "I would write to " + re.search(TOKEN_RE, p.messages[-1].content.text).group(0)
+    r = run_ts(
+        client,
+        f"const a = await llm.ask('Draft a refund note to {EMAIL} for card {CARD}', {{system: 'about {EMAIL}'}});\n"
+        f"return {{answer: a, real: a.includes('{EMAIL}')}};",
+    )
+    assert r.success, r.error
+    asked = shown(script.samplings[-1])
+    assert EMAIL not in asked and CARD not in asked and CARD.replace(" ", "") not in asked, asked
+    assert re.search(r"\[EMAIL_\d+\]", script.samplings[-1].system_prompt), asked
+    assert re.search(r"\[CARD_\d+\]", script.samplings[-1].messages[-1].content.text), asked
+    # The client answered with the token it was shown: code got the real address, and the reply
+    # the client receives shows the token again.
+    assert r.result["real"] is True, r.result
+    assert re.fullmatch(r"I would write to \[EMAIL_\d+\]", r.result["answer"]), r.result
+    assert EMAIL not in json.dumps(r.result)
+
+
+def test_approval_and_relayed_questions_show_tokens(tokenizing):
+    client, script = tokenizing
+    script.decisions = ["allow_once", {"ok": True}]
+    asked_before = len(script.elicitations)
+    r = run_ts(
+        client,
+        f"return await callMCPTool('mcp__asker__confirm', {{what: 'refund {EMAIL}'}})",
+        allowed=["mcp__asker__confirm"],
+    )
+    assert r.success, r.error
+    assert r.result == {"action": "accept", "data": {"ok": True}}
+    approval, relayed = script.elicitations[asked_before:]
+    for question in (approval, relayed):
+        assert EMAIL not in shown(question), shown(question)
+    assert "mcp__asker__confirm" in approval.message and re.search(r"\[EMAIL_\d+\]", approval.message), approval.message
+    assert re.fullmatch(r"\[asker\] Confirm: refund \[EMAIL_\d+\]\?", relayed.message), relayed.message
+
+
+def test_a_relayed_sampling_request_shows_tokens_and_the_server_gets_the_real_answer(tokenizing):
+    client, script = tokenizing
+    script.sample_reply = lambda p: "about " + re.search(TOKEN_RE, p.messages[0].content.text).group(0)
+    r = run_ts(
+        client,
+        f"const r = await callMCPTool('mcp__asker__summarize', {{text: 'a letter from {EMAIL}'}});\n"
+        f"return {{reply: r.result, real: r.result === 'about {EMAIL}'}};",
+        allowed=["mcp__asker__summarize"],
+    )
+    assert r.success, r.error
+    asked = shown(script.samplings[-1])
+    assert EMAIL not in asked and re.search(r"\[EMAIL_\d+\]", asked), asked
+    # The downstream server received the client's answer with the real address in it.
+    assert r.result["real"] is True, r.result
+    assert EMAIL not in json.dumps(r.result), r.result
