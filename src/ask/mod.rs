@@ -138,7 +138,10 @@ impl Asking {
     /// back, since what the client answers may quote the tokens it was shown.
     fn incoming(&self, answer: Result<Value, AskError>) -> Result<Value, AskError> {
         match &self.pii {
-            Some(vault) => answer.map(|value| vault.detokenize_value(value)),
+            Some(vault) => answer.map(|mut value| {
+                vault.detokenize_value(&mut value);
+                value
+            }),
             None => answer,
         }
     }

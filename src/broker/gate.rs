@@ -198,12 +198,10 @@ impl ExecutionCalls {
         self
     }
 
-    /// `value` with this session's tokens replaced by their values (unknown tokens stay).
-    pub(crate) fn detokenize(&self, value: Value) -> Value {
-        match &self.pii {
-            Some(vault) => vault.detokenize_value(value),
-            None => value,
-        }
+    /// The session's token vault, when personal data is tokenised: what calls send gets its
+    /// tokens replaced by their values (unknown tokens stay).
+    pub(crate) fn vault(&self) -> Option<&Vault> {
+        self.pii.as_deref()
     }
 
     /// Spends one host call from the budget. Over it, the refusal; long over it, the
@@ -375,7 +373,10 @@ impl Gate {
         };
         let name = catalog::qualified_name(&server, &tool);
         // The real values, before validation: the schema checks what is sent.
-        let args = calls.detokenize(args);
+        let mut args = args;
+        if let Some(vault) = calls.vault() {
+            vault.detokenize_value(&mut args);
+        }
         let args = match self
             .before_sending(calls, &server, &tool, &name, args, argument_bytes)
             .await

@@ -137,9 +137,9 @@ fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) 
             for shown in ["output", "error", "result"] {
                 map.remove(shown);
             }
-            Value::Object(map)
+            map
         }
-        _ => Value::Object(Default::default()),
+        _ => Default::default(),
     };
     if let Some(vault) = pii {
         if output.cut > 0 {
@@ -153,11 +153,9 @@ fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) 
         if let Some(value) = result.as_mut() {
             vault.tokenize_value(value);
         }
-        vault.tokenize_value(&mut frame);
+        // The report's other fields: their names are the report's own, their values may be text.
+        frame.values_mut().for_each(|v| vault.tokenize_value(v));
     }
-    let Value::Object(frame) = frame else {
-        unreachable!("made an object above")
-    };
     let parts = budget::Parts {
         output,
         result,

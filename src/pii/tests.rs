@@ -207,7 +207,8 @@ fn values_are_walked_keys_included() {
             "list": ["[PHONE_1]", null, true]
         })
     );
-    let back = vault.detokenize_value(json!({"[EMAIL_1]": ["[PHONE_1]", 3]}));
+    let mut back = json!({"[EMAIL_1]": ["[PHONE_1]", 3]});
+    vault.detokenize_value(&mut back);
     assert_eq!(back, json!({"alice@example.com": ["+44 20 7946 0958", 3]}));
 }
 

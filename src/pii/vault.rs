@@ -73,14 +73,7 @@ impl Vault {
             Value::String(text) => *text = self.tokenize(text),
             Value::Array(items) => items.iter_mut().for_each(|v| self.tokenize_value(v)),
             Value::Object(map) => {
-                let old = std::mem::take(map);
-                *map = old
-                    .into_iter()
-                    .map(|(key, mut v)| {
-                        self.tokenize_value(&mut v);
-                        (self.tokenize(&key), v)
-                    })
-                    .collect::<Map<String, Value>>();
+                rewrite_map(map, |key| self.tokenize(key), |v| self.tokenize_value(v))
             }
             _ => {}
         }
@@ -119,22 +112,22 @@ impl Vault {
     }
 
     /// Detokenises every string and object key in `value`.
-    pub(crate) fn detokenize_value(&self, value: Value) -> Value {
+    pub(crate) fn detokenize_value(&self, value: &mut Value) {
         match value {
-            Value::String(text) => Value::String(self.detokenize(&text)),
-            Value::Array(items) => Value::Array(
-                items
-                    .into_iter()
-                    .map(|v| self.detokenize_value(v))
-                    .collect(),
-            ),
-            Value::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(key, v)| (self.detokenize(&key), self.detokenize_value(v)))
-                    .collect(),
-            ),
-            other => other,
+            Value::String(text) => *text = self.detokenize(text),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.detokenize_value(v)),
+            Value::Object(map) => self.detokenize_map(map),
+            _ => {}
         }
+    }
+
+    /// Detokenises every key and value of `map` (a call's arguments).
+    pub(crate) fn detokenize_map(&self, map: &mut Map<String, Value>) {
+        rewrite_map(
+            map,
+            |key| self.detokenize(key),
+            |v| self.detokenize_value(v),
+        );
     }
 
     /// Values held.
@@ -142,6 +135,22 @@ impl Vault {
     pub(crate) fn len(&self) -> usize {
         self.entries.lock().expect("vault lock").values.len()
     }
+}
+
+/// Rewrites every key of `map` with `key` and every value with `value` (keys cannot be changed
+/// in place: the map is rebuilt, in its order).
+fn rewrite_map(
+    map: &mut Map<String, Value>,
+    key: impl Fn(&str) -> String,
+    value: impl Fn(&mut Value),
+) {
+    *map = std::mem::take(map)
+        .into_iter()
+        .map(|(k, mut v)| {
+            value(&mut v);
+            (key(&k), v)
+        })
+        .collect();
 }
 
 impl Entries {

@@ -1,9 +1,10 @@
 """Personal data tokenised on its way to the client (`pii = "tokenize"`): a real downstream server
 (`tests/servers/people_server.py`) returns records with emails, card numbers, phone numbers,
 IBANs, SSNs and IP addresses; the code sees them, the client sees only tokens (text blocks,
-`structuredContent`, errors, every progress message); a token code passes to a tool reaches the
-downstream server as the real value; tokens mean nothing in another client session; nothing of
-the map is written anywhere; with `pii` off the values pass unchanged.
+`structuredContent`, errors, every progress message); a token code passes to a tool, in a
+resource URI or in a prompt's arguments reaches the downstream server as the real value;
+tokens mean nothing in another client session; nothing of the map is written anywhere; with
+`pii` off the values pass unchanged.
 """
 
 from __future__ import annotations
@@ -149,6 +150,26 @@ def test_a_token_passed_to_a_tool_arrives_as_the_real_value(tokenizing) -> None:
     assert leaks(ex.everything()) == [], ex.describe()
     ex = ok(c, LIST + echo + "return v === people[0].email;", allowed=ALLOWED)
     assert ex.result is True, ex.describe()
+
+
+def test_a_token_in_a_resource_uri_or_prompt_arguments_arrives_as_the_real_value(tokenizing) -> None:
+    c, root = tokenizing
+    ex = ok(c, LIST + "return people[0].email;", allowed=ALLOWED)
+    token = ex.result
+    assert TOKEN.fullmatch(token), ex.describe()
+    before = len(received(root))
+    ex = ok(
+        c,
+        f"const r = await readResource('people://person/{token}', {{server: 'people'}});\n"
+        f"const p = await getPrompt('mcp__people__write_to', {{email: '{token}'}});\n"
+        "return {text: r.contents[0].text, msg: p.messages[0].content.text};",
+        allowed=["mcp__people__@resources", "mcp__people__@prompts"],
+    )
+    email = people_server.PEOPLE[0]["email"]
+    assert received(root)[before:] == [{"resource": email}, {"prompt": email}], received(root)[before:]
+    # What came back holds the real address, which reaches the client as the token again.
+    assert ex.result == {"text": f"file of {token}", "msg": f"Write a note to {token}."}, ex.describe()
+    assert leaks(ex.everything()) == [], ex.describe()
 
 
 def test_code_cannot_reach_the_token_map(tokenizing) -> None:

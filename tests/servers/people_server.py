@@ -8,6 +8,8 @@ Run with `python people_server.py` (stdio). Built on the official MCP Python SDK
   named by `PEOPLE_RECEIVED` (so a test can check which values arrived), and answers `stored`.
 - `echo(value)`: returns what it received.
 - `fail_for(person)`: fails with an error message that holds the person's email and card.
+- resource `people://person/{email}` and prompt `write_to(email)`: each records the email it
+  received, like `remember`, and answers with it.
 """
 
 from __future__ import annotations
@@ -55,14 +57,33 @@ def list_people() -> dict[str, list[dict[str, str]]]:
     return {"people": PEOPLE}
 
 
-@mcp.tool()
-def remember(note: str, details: dict[str, Any] | None = None) -> str:
-    """Stores a note (and details) about a person."""
+def record(received: dict[str, Any]) -> None:
+    """Appends what a call received to the file named by `PEOPLE_RECEIVED`."""
     path = os.environ.get("PEOPLE_RECEIVED")
     if path:
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"note": note, "details": details}) + "\n")
+            f.write(json.dumps(received) + "\n")
+
+
+@mcp.tool()
+def remember(note: str, details: dict[str, Any] | None = None) -> str:
+    """Stores a note (and details) about a person."""
+    record({"note": note, "details": details})
     return "stored"
+
+
+@mcp.resource("people://person/{email}", mime_type="text/plain")
+def person(email: str) -> str:
+    """One person's file, by email."""
+    record({"resource": email})
+    return f"file of {email}"
+
+
+@mcp.prompt()
+def write_to(email: str) -> str:
+    """A prompt to write to a person."""
+    record({"prompt": email})
+    return f"Write a note to {email}."
 
 
 @mcp.tool()

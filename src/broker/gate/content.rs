@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{CallFacts, Ending, ExecutionCalls, Failure, Gate, Stop};
 use crate::broker::Refusal;
@@ -123,9 +123,9 @@ impl Gate {
             Err((name, stop)) => return self.stopped(calls, &name, &asked, 0, stop),
         };
         let started = Instant::now();
-        let uri = match calls.detokenize(Value::String(uri.to_string())) {
-            Value::String(uri) => uri,
-            _ => unreachable!("a string stays a string"),
+        let uri = match calls.vault() {
+            Some(vault) => vault.detokenize(uri),
+            None => uri.to_string(),
         };
         let read = self
             .upstream
@@ -178,14 +178,13 @@ impl Gate {
             Ok(found) => found,
             Err((name, stop)) => return self.stopped(calls, &name, &server, 0, stop),
         };
-        let Value::Object(args) = args else {
+        let Value::Object(mut args) = args else {
             let refusal = Refusal::ArgumentsNotObject(asked.to_string());
             return self.stopped(calls, &name, &server, 0, refusal.into());
         };
-        let Value::Object(args) = calls.detokenize(Value::Object(args)) else {
-            unreachable!("an object stays an object")
-        };
-        let args: Map<String, Value> = args;
+        if let Some(vault) = calls.vault() {
+            vault.detokenize_map(&mut args);
+        }
         let started = Instant::now();
         let got = self
             .upstream
