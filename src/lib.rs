@@ -24,6 +24,7 @@
 //! - `appliance`: the container's relay, healthcheck and posture report.
 //! - `workspace`: what persists between executions, only through the host: the project's
 //!   files, its saved skills.
+//! - `content`: content blocks' media payloads, for the checkpoints every block passes.
 //! - `pii`: personal data replaced by per-session tokens on its way to the client, and put
 //!   back in the calls code makes (`pii = "tokenize"`).
 //! - `app`: the assembly of all of it from the settings, shared by every subcommand (`main.rs`
@@ -41,6 +42,7 @@ pub mod broker;
 pub mod catalog;
 pub mod clients;
 pub mod config;
+pub(crate) mod content;
 pub mod executor;
 pub mod front;
 pub mod ops;

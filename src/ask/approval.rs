@@ -80,7 +80,7 @@ pub(crate) fn read_answer(tool: &str, answer: &Result<Value, AskError>) -> Decis
 /// Asks the user whether code may call `tool` with `args`, and records the decision (not the
 /// arguments) in the audit trail.
 pub(crate) async fn ask(asking: &Asking, tool: &str, args: &Value, why: &str) -> Decision {
-    let params = asking.outgoing(question(tool, args, why));
+    let params = asking.outgoing(Asker::Code, question(tool, args, why));
     let started = std::time::Instant::now();
     let answer = asking.ask_user(&params).await;
     let decision = read_answer(tool, &answer);

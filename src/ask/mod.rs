@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::ops::audit::{self, AskRecord, AuditLog};
-use crate::pii::Vault;
+use crate::pii::{Recipient, Vault};
 pub(crate) use client::{AskError, ClientLine};
 
 /// How many questions one execution may put to the client, and how much sampling it may use.
@@ -29,6 +29,8 @@ pub(crate) struct AskLimits {
     pub sampling_tokens: u64,
     /// `elicitation/create` requests (approvals and relayed questions).
     pub elicitations: u32,
+    /// The largest question a downstream server may have relayed, as JSON.
+    pub relayed_bytes: usize,
 }
 
 /// One execution's questions to its client: the line, the caps, what was spent.
@@ -43,8 +45,8 @@ pub(crate) struct Asking {
     elicitations: AtomicU32,
     waiting: Mutex<Waiting>,
     /// The session's token vault when personal data is tokenised: every question is tokenised
-    /// before it leaves (what it shows reaches the client and its user), and the session's
-    /// tokens in an answer are put back.
+    /// before it leaves (what it shows reaches the client and its user), and the tokens in an
+    /// answer that the asker may have are put back (`pii::Recipient`).
     pii: Option<Arc<Vault>>,
 }
 
@@ -126,24 +128,54 @@ impl Asking {
         self
     }
 
-    /// A question as it may leave: tokenised when personal data is.
-    fn outgoing(&self, mut params: Value) -> Value {
+    /// A question as it may leave: tokenised when personal data is (a server that asks holds
+    /// the values its question shows).
+    fn outgoing(&self, asker: Asker<'_>, mut params: Value) -> Value {
         if let Some(vault) = &self.pii {
-            vault.tokenize_value(&mut params);
+            let from = match asker {
+                Asker::Code => None,
+                Asker::Server(server) => Some(server),
+            };
+            vault.tokenize_value_from(from, &mut params);
         }
         params
     }
 
-    /// An answer as code or the asking server receives it: this session's tokens in it put
-    /// back, since what the client answers may quote the tokens it was shown.
-    fn incoming(&self, answer: Result<Value, AskError>) -> Result<Value, AskError> {
+    /// An answer as code or the asking server receives it: the tokens in it that the asker
+    /// may have put back, since what the client answers may quote the tokens it was shown.
+    /// Code gets every token of its session; a server only the values it holds.
+    fn incoming(
+        &self,
+        asker: Asker<'_>,
+        answer: Result<Value, AskError>,
+    ) -> Result<Value, AskError> {
+        let to = match asker {
+            Asker::Code => Recipient::Code,
+            Asker::Server(server) => Recipient::AnswerTo(server),
+        };
         match &self.pii {
             Some(vault) => answer.map(|mut value| {
-                vault.detokenize_value(&mut value);
+                vault.put_back_value(&mut value, to);
                 value
             }),
             None => answer,
         }
+    }
+
+    /// Refuses a relayed question larger than `relayed_question_max_bytes`, before anything
+    /// of it is read further or reaches the client.
+    fn admit_size(&self, asker: Asker<'_>, kind: &str, params: &Value) -> Result<(), AskError> {
+        let Asker::Server(server) = asker else {
+            return Ok(());
+        };
+        let bytes = serde_json::to_vec(params).map_or(usize::MAX, |v| v.len());
+        if bytes <= self.limits.relayed_bytes {
+            return Ok(());
+        }
+        Err(AskError::Cap(format!(
+            "{server}'s {kind} request is {bytes} bytes, over the {} bytes a relayed question may carry (relayed_question_max_bytes); it was not put to the client",
+            self.limits.relayed_bytes
+        )))
     }
 
     /// How long the execution has waited for its client's answers so far (the ongoing wait
@@ -160,6 +192,7 @@ impl Asking {
             sampling_rounds: 1,
             sampling_tokens: 1,
             elicitations: 1,
+            relayed_bytes: 65_536,
         };
         let line = Arc::new(ClientLine::unreachable("a test"));
         Asking::new(line, limits, "e", session, Arc::new(AuditLog::disabled()))
@@ -185,7 +218,12 @@ impl Asking {
     /// Sends one `sampling/createMessage` (its params as JSON, `maxTokens` set) within the
     /// execution's caps, and audits it by digest and size.
     pub(crate) async fn sample(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
-        let params = self.outgoing(params);
+        let started = Instant::now();
+        if let Err(refused) = self.admit_size(asker, "sampling", &params) {
+            self.record("sampling", asker, &params, refused.code(), 0, started, None);
+            return Err(refused);
+        }
+        let params = self.outgoing(asker, params);
         let max_tokens = params.get("maxTokens").and_then(Value::as_u64).unwrap_or(0);
         let round = self.rounds.fetch_add(1, Ordering::SeqCst) + 1;
         if round > self.limits.sampling_rounds {
@@ -207,25 +245,28 @@ impl Asking {
                 self.limits.sampling_tokens
             )));
         }
-        let started = Instant::now();
         let answer = {
             let _wait = Wait::start(&self.waiting);
             self.line.sample(&params).await
         };
         let (outcome, bytes) = answer_facts(&answer);
         self.record("sampling", asker, &params, outcome, bytes, started, None);
-        self.incoming(answer)
+        self.incoming(asker, answer)
     }
 
     /// Sends one relayed `elicitation/create` within the execution's cap, and audits it (the
     /// action and sizes, never the content).
     pub(crate) async fn elicit(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
-        let params = self.outgoing(params);
         let started = Instant::now();
+        if let Err(refused) = self.admit_size(asker, "elicitation", &params) {
+            self.record("elicitation", asker, &params, refused.code(), 0, started, None);
+            return Err(refused);
+        }
+        let params = self.outgoing(asker, params);
         let answer = self.ask_user(&params).await;
         let (outcome, bytes) = answer_facts(&answer);
         self.record("elicitation", asker, &params, outcome, bytes, started, None);
-        self.incoming(answer)
+        self.incoming(asker, answer)
     }
 
     /// Sends one `elicitation/create` within the execution's cap, unrecorded (approvals record
@@ -262,8 +303,8 @@ impl Asking {
             execution_id: &self.execution_id,
             session: &self.session,
             kind,
-            source: &audit::clip_name(&source),
-            tool: tool.map(audit::clip_name).as_deref(),
+            source: audit::Name(&source),
+            tool: tool.map(audit::Name),
             outcome,
             request_sha256: audit::code_digest(&request),
             request_bytes: request.len(),

@@ -71,13 +71,47 @@ impl InFlight {
     }
 }
 
-/// Relays a server's `sampling/createMessage` (params as JSON) to the client.
+/// Relays a server's `sampling/createMessage` (params as JSON) to the client, marked as the
+/// server's ([`mark_sampling`]) so that it cannot pass for the code's own `llm.ask`.
 pub(crate) async fn sample(
     asking: &Asking,
     server: &str,
-    params: Value,
+    mut params: Value,
 ) -> Result<Value, AskError> {
+    mark_sampling(server, &mut params);
     asking.sample(Asker::Server(server), params).await
+}
+
+/// Prefixes `[server] ` to the system prompt (adding one that says who asks when there is
+/// none) and to every text block of every message of a relayed sampling request.
+fn mark_sampling(server: &str, params: &mut Value) {
+    let mark = |text: &str| format!("[{server}] {text}");
+    let system = match params.get("systemPrompt").and_then(Value::as_str) {
+        Some(system) => mark(system),
+        None => mark(&format!(
+            "This request comes from the MCP server `{server}`, not from the user."
+        )),
+    };
+    if let Value::Object(fields) = params {
+        fields.insert("systemPrompt".into(), Value::String(system));
+    }
+    let Some(Value::Array(messages)) = params.get_mut("messages") else {
+        return;
+    };
+    for message in messages {
+        let blocks = match message.get_mut("content") {
+            Some(Value::Array(blocks)) => blocks.iter_mut().collect::<Vec<_>>(),
+            Some(block) => vec![block],
+            None => Vec::new(),
+        };
+        for block in blocks {
+            if block.get("type").and_then(Value::as_str) == Some("text")
+                && let Some(text) = block.get("text").and_then(Value::as_str)
+            {
+                block["text"] = Value::String(mark(text));
+            }
+        }
+    }
 }
 
 /// Relays a server's `elicitation/create` to the client, its message prefixed with the
@@ -86,6 +120,8 @@ pub(crate) async fn sample(
 pub(crate) async fn elicit(asking: &Asking, server: &str, mut params: Value) -> Value {
     if let Some(message) = params.get("message").and_then(Value::as_str) {
         params["message"] = json!(format!("[{server}] {message}"));
+    } else if let Value::Object(fields) = &mut params {
+        fields.insert("message".into(), json!(format!("[{server}] asks:")));
     }
     match asking.elicit(Asker::Server(server), params).await {
         Ok(answer) => answer,
@@ -143,6 +179,31 @@ mod tests {
         assert_eq!(inflight.route().unwrap().session(), "stdio");
         drop(first);
         assert_eq!(inflight.route().unwrap().session(), "stdio");
+    }
+
+    #[test]
+    fn a_relayed_sampling_request_says_which_server_asks() {
+        let mut params = json!({
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Repeat exactly: [EMAIL_aaaaaa]"}},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "ok"},
+                    {"type": "image", "data": "aGk=", "mimeType": "image/png"}
+                ]}
+            ],
+            "maxTokens": 10
+        });
+        mark_sampling("h2", &mut params);
+        assert_eq!(
+            params["messages"][0]["content"]["text"],
+            "[h2] Repeat exactly: [EMAIL_aaaaaa]"
+        );
+        assert_eq!(params["messages"][1]["content"][0]["text"], "[h2] ok");
+        assert_eq!(params["messages"][1]["content"][1]["data"], "aGk=");
+        assert!(params["systemPrompt"].as_str().unwrap().starts_with("[h2] "));
+        let mut with_system = json!({"messages": [], "systemPrompt": "be terse"});
+        mark_sampling("h2", &mut with_system);
+        assert_eq!(with_system["systemPrompt"], "[h2] be terse");
     }
 
     #[test]

@@ -41,9 +41,9 @@ use crate::ask::approval::{self as asking_approval, Decision};
 use crate::ask::{Asking, SamplingSpent};
 use crate::catalog;
 use crate::catalog::directory::{self, Viewer};
-use crate::ops::audit::{AuditLog, ToolCallRecord, clip_name};
+use crate::ops::audit::{self, AuditLog, ToolCallRecord, clip_name};
 use crate::ops::metrics::Metrics;
-use crate::pii::Vault;
+use crate::pii::{Recipient, Vault};
 use crate::sandbox::proto::ToolTarget;
 use crate::upstream::{UpstreamError, UpstreamPool};
 
@@ -198,10 +198,41 @@ impl ExecutionCalls {
         self
     }
 
-    /// The session's token vault, when personal data is tokenised: what calls send gets its
-    /// tokens replaced by their values (unknown tokens stay).
-    pub(crate) fn vault(&self) -> Option<&Vault> {
-        self.pii.as_deref()
+    /// What a call to `server` sends, with the session's tokens in it replaced by their
+    /// values (unknown tokens stay), when personal data is tokenised: the server then holds
+    /// every value it is sent (`pii::Recipient::CallTo`).
+    pub(crate) fn put_back_for(&self, server: &str, value: &mut Value) {
+        if let Some(vault) = &self.pii {
+            vault.put_back_value(value, Recipient::CallTo(server));
+            vault.note_held(server, value);
+        }
+    }
+
+    /// The same for a resource URI.
+    pub(crate) fn put_back_text_for(&self, server: &str, text: &str) -> String {
+        match &self.pii {
+            Some(vault) => {
+                let text = vault.put_back(text, Recipient::CallTo(server));
+                vault.note_held(server, &Value::String(text.clone()));
+                text
+            }
+            None => text.to_string(),
+        }
+    }
+
+    /// Records the values `server` produced in an answer (its result, a resource, a prompt),
+    /// when personal data is tokenised: a token for one of them may go back to it in the
+    /// client's answer to a question it asks.
+    pub(crate) fn note_produced(&self, server: &str, answer: &Value) {
+        if let Some(vault) = &self.pii {
+            vault.note_held(server, answer);
+        }
+    }
+
+    fn note_produced_result(&self, server: &str, result: &CallToolResult) {
+        if let Some(vault) = &self.pii {
+            vault.note_held_result(server, result);
+        }
     }
 
     /// Spends one host call from the budget. Over it, the refusal; long over it, the
@@ -374,9 +405,7 @@ impl Gate {
         let name = catalog::qualified_name(&server, &tool);
         // The real values, before validation: the schema checks what is sent.
         let mut args = args;
-        if let Some(vault) = calls.vault() {
-            vault.detokenize_value(&mut args);
-        }
+        calls.put_back_for(&server, &mut args);
         let args = match self
             .before_sending(calls, &server, &tool, &name, args, argument_bytes)
             .await
@@ -391,7 +420,10 @@ impl Gate {
             .await;
         let elapsed = started.elapsed();
         let (shaped, result_bytes, failure) = match sent {
-            Ok(result) => self.after_answer(&name, result, raw),
+            Ok(result) => {
+                calls.note_produced_result(&server, &result);
+                self.after_answer(&name, result, raw)
+            }
             Err(e) => (Err(e.to_string()), None, Some(Failure::of(&e))),
         };
         self.record(
@@ -590,7 +622,7 @@ impl Gate {
         self.audit.tool_call(&ToolCallRecord {
             execution_id: &calls.execution_id,
             session: &calls.session,
-            tool: &clip_name(facts.tool),
+            tool: audit::Name(facts.tool),
             decision,
             reason,
             duration_ms: facts.elapsed.as_millis() as u64,

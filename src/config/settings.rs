@@ -185,6 +185,10 @@ pub(crate) struct RawSettings {
     /// Questions to the user (approvals and relayed elicitations) one execution may ask.
     /// Default 10.
     pub elicitations_per_execution: Option<u32>,
+    /// The largest question a downstream server may have relayed to the client (a sampling
+    /// request or an elicitation, as JSON), in bytes: a larger one is refused (sampling) or
+    /// answered `cancel` (elicitation) and never reaches the client. Default 65536.
+    pub relayed_question_max_bytes: Option<usize>,
     /// Roots offered to downstream servers (`file://` URIs); with none, no roots capability is
     /// declared to them. Default: none.
     pub roots: Option<Vec<String>>,
@@ -314,6 +318,7 @@ pub struct Settings {
     pub sampling_rounds_per_execution: u32,
     pub sampling_tokens_per_execution: u64,
     pub elicitations_per_execution: u32,
+    pub relayed_question_max_bytes: usize,
     pub roots: Vec<String>,
     pub task_max: Duration,
     pub task_ttl: Duration,
@@ -456,6 +461,7 @@ impl Settings {
             sampling_rounds_per_execution: raw.sampling_rounds_per_execution.unwrap_or(10),
             sampling_tokens_per_execution: raw.sampling_tokens_per_execution.unwrap_or(20_000),
             elicitations_per_execution: raw.elicitations_per_execution.unwrap_or(10),
+            relayed_question_max_bytes: raw.relayed_question_max_bytes.unwrap_or(65_536),
             roots: raw.roots.unwrap_or_default(),
             task_max: Duration::from_millis(raw.task_max_ms.unwrap_or(3_600_000)),
             task_ttl: Duration::from_millis(raw.task_ttl_ms.unwrap_or(600_000)),
@@ -513,6 +519,9 @@ impl Settings {
                 "reply_budget_bytes",
                 "must be at least 2048 (room for a reply's own fields and the cut markers)",
             );
+        }
+        if self.relayed_question_max_bytes < 1024 {
+            return invalid("relayed_question_max_bytes", "must be at least 1024");
         }
         if !(32..=16_384).contains(&self.heap_limit_mb) {
             return invalid("heap_limit_mb", "must be between 32 and 16384");

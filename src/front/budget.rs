@@ -4,7 +4,8 @@
 //! (the text block for clients that read text, `structuredContent` for those that read
 //! structured results), so a client that reads both still gets no more than the budget. Past
 //! it, each part keeps its head and its tail around a marker that says how much was cut and
-//! what to do instead. Images and other media are not counted here (`media`).
+//! what to do instead. Media payloads are `media`'s; the other fields of media blocks take
+//! their bytes from the budget before it is shared here (`execute`).
 
 use serde_json::{Map, Value};
 

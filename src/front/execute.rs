@@ -119,18 +119,32 @@ pub(super) async fn run(
     reply(report, executor.reply_limits(), caller.pii.as_deref())
 }
 
-/// The reply: media blocks taken out of the returned value (`media`), then, with a vault, every
-/// text of the report tokenised (output, error, result and the rest), then output, result and
-/// error fitted to the reply budget (`budget`), the report's other fields as they are.
+/// The reply: media blocks taken out of the returned value (`media`, each through the
+/// personal-data checkpoint), then, with a vault, every text of the report tokenised (output,
+/// error, result and the rest), then output, result and error fitted to what the reply budget
+/// leaves once the media blocks' fields are counted (`budget`), the report's other fields as
+/// they are.
 fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) -> CallToolResult {
     let success = report.success;
     let mut output = std::mem::take(&mut report.output);
     let mut error = report.error.take();
     let mut result = report.result.take();
-    // After the text block. Before tokenising: media data is base64, not text.
+    // After the text block. Before tokenising the value: media data is base64, not text.
+    let media_limits = media::MediaLimits {
+        payload_bytes: limits.media_bytes,
+        fields_bytes: limits.budget_bytes / 4,
+    };
+    let checkpoint = |block: &mut ContentBlock| {
+        if let Some(vault) = pii {
+            vault.tokenize_block(block);
+        }
+    };
     let media = match result.as_mut() {
-        Some(value) => media::take_blocks(value, limits.media_bytes, 1),
-        None => Vec::new(),
+        Some(value) => media::take_blocks(value, media_limits, 1, &checkpoint),
+        None => media::TakenBlocks {
+            blocks: Vec::new(),
+            fields_bytes: 0,
+        },
     };
     let mut frame = match serde_json::to_value(&report) {
         Ok(Value::Object(mut map)) => {
@@ -161,10 +175,11 @@ fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) 
         result,
         error,
     };
-    let (text, structured) = budget::fit(parts, frame, limits.budget_bytes);
+    let text_budget = limits.budget_bytes - media.fields_bytes;
+    let (text, structured) = budget::fit(parts, frame, text_budget);
     let mut reply = CallToolResult::structured(structured);
     reply.content = std::iter::once(ContentBlock::text(text))
-        .chain(media)
+        .chain(media.blocks)
         .collect();
     reply.is_error = Some(!success);
     reply

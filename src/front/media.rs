@@ -1,46 +1,77 @@
 //! Media an execution returns: images, audio and binary embedded resources found in the
 //! returned value (made in code by `image(...)`, or a downstream tool's content blocks passed
 //! on) leave the value and reach the client as content blocks of their own, so that the model
-//! sees an image as an image rather than as base64 text. Together they may take at most
-//! `media_limit_bytes` (decoded); a block past it, or one whose data is not valid base64 of the
-//! kind it claims, stays out and is named in the value instead. Text is the budget's (`budget`).
+//! sees an image as an image rather than as base64 text. Their payloads (the base64 data)
+//! together may take at most `media_limit_bytes` (decoded); their other fields (a resource's
+//! URI, MIME types, annotations, `_meta`), once through the personal-data checkpoint, at most
+//! [`MediaLimits::fields_bytes`], which the reply budget then gives up for them. A block past
+//! either, or whose data is not valid base64 of the kind it claims, stays out and is named in
+//! the value instead. Text is the budget's (`budget`).
 
 use base64::Engine;
 use rmcp::model::ContentBlock;
 use serde_json::{Map, Value};
+
+use crate::content;
 
 /// How deep in the returned value blocks are looked for (the value itself is depth 0: a block
 /// returned alone, in an array, or in a downstream result's `content` array).
 const MAX_DEPTH: usize = 4;
 /// At most this many blocks leave one value; further ones stay in it.
 const MAX_BLOCKS: usize = 16;
+/// The longest MIME type a note in the value repeats.
+const MAX_NOTED_MIME_BYTES: usize = 100;
 
-/// Takes the media blocks out of `value`, each replaced by a short note, within `limit` decoded
-/// bytes; returns them in the order found. `first_index` is the content index the first one
-/// will have in the reply (after its text block).
+/// What the media blocks of one reply may take.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MediaLimits {
+    /// Their payloads, decoded.
+    pub payload_bytes: usize,
+    /// Their other fields, as compact JSON.
+    pub fields_bytes: usize,
+}
+
+/// The media blocks taken out of a value, and the bytes of their fields but the payloads.
+pub(super) struct TakenBlocks {
+    pub blocks: Vec<ContentBlock>,
+    pub fields_bytes: usize,
+}
+
+/// Takes the media blocks out of `value`, each replaced by a short note, within `limits`;
+/// returns them in the order found, each passed through `prepare` (the personal-data
+/// checkpoint) before it is weighed. `first_index` is the content index the first one will
+/// have in the reply (after its text block).
 pub(super) fn take_blocks(
     value: &mut Value,
-    limit: usize,
+    limits: MediaLimits,
     first_index: usize,
-) -> Vec<ContentBlock> {
+    prepare: &dyn Fn(&mut ContentBlock),
+) -> TakenBlocks {
     let mut taken = Taken {
         blocks: Vec::new(),
-        bytes: 0,
-        limit,
+        payload_bytes: 0,
+        fields_bytes: 0,
+        limits,
         first_index,
+        prepare,
     };
     taken.visit(value, 0);
-    taken.blocks
+    TakenBlocks {
+        blocks: taken.blocks,
+        fields_bytes: taken.fields_bytes,
+    }
 }
 
-struct Taken {
+struct Taken<'a> {
     blocks: Vec<ContentBlock>,
-    bytes: usize,
-    limit: usize,
+    payload_bytes: usize,
+    fields_bytes: usize,
+    limits: MediaLimits,
     first_index: usize,
+    prepare: &'a dyn Fn(&mut ContentBlock),
 }
 
-impl Taken {
+impl Taken<'_> {
     fn visit(&mut self, value: &mut Value, depth: usize) {
         if self.blocks.len() >= MAX_BLOCKS {
             return;
@@ -65,15 +96,25 @@ impl Taken {
             kind,
             mime_type,
             bytes,
-            block,
+            mut block,
         } = media;
-        if self.bytes + bytes > self.limit {
+        let mime_type = crate::text::prefix(&mime_type, MAX_NOTED_MIME_BYTES);
+        if self.payload_bytes + bytes > self.limits.payload_bytes {
             return format!(
                 "[{kind} {mime_type}, {bytes} bytes: not sent, over the reply's media limit of {} bytes ({} already used)]",
-                self.limit, self.bytes
+                self.limits.payload_bytes, self.payload_bytes
             );
         }
-        self.bytes += bytes;
+        (self.prepare)(&mut block);
+        let fields = content::fields_bytes(&block);
+        if self.fields_bytes + fields > self.limits.fields_bytes {
+            return format!(
+                "[{kind} {mime_type}, {bytes} bytes: not sent, its other fields (uri, mimeType, annotations, _meta) take {fields} bytes, over the {} bytes the reply keeps for them ({} already used)]",
+                self.limits.fields_bytes, self.fields_bytes
+            );
+        }
+        self.payload_bytes += bytes;
+        self.fields_bytes += fields;
         self.blocks.push(block);
         format!(
             "[{kind} {mime_type}, {bytes} bytes: sent as content block {}]",
@@ -154,6 +195,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const ROOMY: MediaLimits = MediaLimits {
+        payload_bytes: 1 << 20,
+        fields_bytes: 1 << 20,
+    };
+
+    fn take(value: &mut Value, limits: MediaLimits) -> Vec<ContentBlock> {
+        take_blocks(value, limits, 1, &|_| {}).blocks
+    }
+
     fn png() -> Value {
         json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
     }
@@ -161,7 +211,7 @@ mod tests {
     #[test]
     fn an_image_anywhere_near_the_top_leaves_the_value() {
         let mut value = json!({"content": [{"type": "text", "text": "caption"}, png()]});
-        let blocks = take_blocks(&mut value, 1 << 20, 1);
+        let blocks = take(&mut value, ROOMY);
         assert_eq!(blocks.len(), 1);
         assert!(matches!(blocks[0], ContentBlock::Image(_)));
         assert_eq!(
@@ -169,13 +219,13 @@ mod tests {
             "[image image/png, 8 bytes: sent as content block 1]"
         );
         let mut alone = png();
-        assert_eq!(take_blocks(&mut alone, 1 << 20, 1).len(), 1);
+        assert_eq!(take(&mut alone, ROOMY).len(), 1);
     }
 
     #[test]
     fn blocks_over_the_limit_or_malformed_stay() {
         let mut value = json!([png(), png()]);
-        let blocks = take_blocks(&mut value, 10, 1);
+        let blocks = take(&mut value, MediaLimits { payload_bytes: 10, ..ROOMY });
         assert_eq!(blocks.len(), 1);
         assert!(
             value[1]
@@ -189,7 +239,7 @@ mod tests {
             {"type": "image", "data": "aGk=", "mimeType": "image/png", "extra": 1},
         ]);
         let before = bad.clone();
-        assert!(take_blocks(&mut bad, 1 << 20, 1).is_empty());
+        assert!(take(&mut bad, ROOMY).is_empty());
         assert_eq!(bad, before);
     }
 
@@ -200,7 +250,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///a.bin", "blob": "aGk=", "mimeType": "application/pdf"}},
             {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "stays"}},
         ]);
-        let blocks = take_blocks(&mut value, 1 << 20, 1);
+        let blocks = take(&mut value, ROOMY);
         assert_eq!(blocks.len(), 2);
         assert_eq!(
             value[1],
@@ -212,8 +262,32 @@ mod tests {
     #[test]
     fn depth_and_count_are_bounded() {
         let mut deep = json!({"a": {"b": {"c": {"d": {"e": png()}}}}});
-        assert!(take_blocks(&mut deep, 1 << 20, 1).is_empty());
+        assert!(take(&mut deep, ROOMY).is_empty());
         let mut many = Value::Array(vec![png(); 40]);
-        assert_eq!(take_blocks(&mut many, 1 << 20, 1).len(), MAX_BLOCKS);
+        assert_eq!(take(&mut many, ROOMY).len(), MAX_BLOCKS);
+    }
+
+    #[test]
+    fn fields_count_and_pass_the_checkpoint() {
+        let uri = format!("x:{}", "U".repeat(3 << 20));
+        let mut value = json!([
+            {"type": "resource", "resource": {"uri": uri, "blob": "aGk="}},
+            {"type": "resource", "resource": {"uri": "crm://a/ada@example.com/s.pdf", "blob": "aGk="}},
+        ]);
+        let limits = MediaLimits {
+            payload_bytes: 1 << 20,
+            fields_bytes: 10_000,
+        };
+        let redact = |block: &mut ContentBlock| {
+            let mut v = serde_json::to_value(&*block).unwrap();
+            v["resource"]["uri"] = json!(v["resource"]["uri"].as_str().unwrap().replace("ada@example.com", "[EMAIL]"));
+            *block = serde_json::from_value(v).unwrap();
+        };
+        let taken = take_blocks(&mut value, limits, 1, &redact);
+        assert_eq!(taken.blocks.len(), 1);
+        assert!(value[0].as_str().unwrap().contains("its other fields"), "{}", value[0]);
+        let sent = serde_json::to_string(&taken.blocks[0]).unwrap();
+        assert!(sent.contains("crm://a/[EMAIL]/s.pdf") && !sent.contains("ada@"), "{sent}");
+        assert_eq!(taken.fields_bytes, content::fields_bytes(&taken.blocks[0]));
     }
 }

@@ -6,7 +6,8 @@
 //! full). Records never hold code, argument values, results or secrets: code is recorded as its
 //! SHA-256 and length, arguments and results as sizes, errors as a category. A tool name is
 //! recorded clipped to `MAX_RECORDED_NAME_BYTES` (`clip_name`, also used by the execution's
-//! report), so a call with a huge made-up name costs a record of bounded size. Every string is
+//! report), so a call with a huge made-up name costs a record of bounded size, and with
+//! personal data redacted (`Name`), since a name that resolved to nothing is text code chose. Every string is
 //! written by `serde_json`, which escapes newlines, quotes and control characters (an ANSI escape
 //! becomes `\u001b`), so nothing inside a record can forge another record or a terminal sequence.
 
@@ -38,6 +39,32 @@ pub(crate) fn clip_name(name: &str) -> Cow<'_, str> {
     Cow::Owned(format!("{kept}…(+{} bytes)", name.len() - kept.len()))
 }
 
+/// A name in a record (a tool, a glob of `allowedTools`, who asked): the only way one enters
+/// the trail. A name may be any text code or the client chose (one that resolved to nothing,
+/// `mcp__srv__` followed by an email), so it is written with personal data redacted by kind
+/// (`[EMAIL]`, whatever the `pii` setting: the trail holds no values) and clipped.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Name<'a>(pub &'a str);
+
+impl Serialize for Name<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // Part by part, so that `mcp__<server>__<made-up>` keeps its server in sight (an email's
+        // local part may hold `__`: the whole name would be one address).
+        let redacted: Vec<_> = self.0.split("__").map(crate::pii::redact).collect();
+        serializer.serialize_str(&clip_name(&redacted.join("__")))
+    }
+}
+
+/// Names in a record, each a [`Name`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Names<'a>(pub &'a [String]);
+
+impl Serialize for Names<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|name| Name(name)))
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("cannot open the audit log in {dir}: {reason}")]
 pub struct AuditError {
@@ -54,7 +81,7 @@ pub(crate) struct ExecutionRecord<'a> {
     pub language: &'a str,
     pub code_sha256: String,
     pub code_bytes: usize,
-    pub allowed_tools: &'a [String],
+    pub allowed_tools: Names<'a>,
     pub duration_ms: u64,
     /// `ok`, `code_error`, `timeout`, `cancelled`, `out_of_memory`, `worker_failed`, `refused`,
     /// `host_call_limit` (stopped for making host calls long after its budget).
@@ -78,7 +105,7 @@ pub(crate) struct ToolCallRecord<'a> {
     pub execution_id: &'a str,
     pub session: &'a str,
     /// The canonical `mcp__<server>__<tool>`, or the name as asked when it did not resolve.
-    pub tool: &'a str,
+    pub tool: Name<'a>,
     /// `allowed` (sent downstream) or `refused` (never left the host).
     pub decision: &'a str,
     /// Why: the refusal's code (`not_allowed`, `policy`, `schema`, `rate_limit`, ...), or
@@ -101,10 +128,10 @@ pub(crate) struct AskRecord<'a> {
     /// `sampling`, `elicitation` (relayed) or `approval`.
     pub kind: &'a str,
     /// `code`, or `server:<name>` for a relayed question.
-    pub source: &'a str,
+    pub source: Name<'a>,
     /// For an approval: the tool it was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<&'a str>,
+    pub tool: Option<Name<'a>>,
     /// `answered`, `accept`, `decline`, `cancel`, `allow_once`, `allow_session`, `deny`, or why
     /// it was not answered (`not_offered`, `cap`, `timeout`, ...).
     pub outcome: &'a str,
@@ -220,7 +247,7 @@ mod tests {
         log.tool_call(&ToolCallRecord {
             execution_id: "e1",
             session: "stdio",
-            tool: forged,
+            tool: Name(forged),
             decision: "refused",
             reason: "malformed_name",
             duration_ms: 0,
@@ -234,7 +261,7 @@ mod tests {
             language: "typescript",
             code_sha256: code_digest("console.log('secret')"),
             code_bytes: 21,
-            allowed_tools: &["mcp__a__*".to_string()],
+            allowed_tools: Names(&["mcp__a__*".to_string(), "mcp__crm__bob@example.com".to_string()]),
             duration_ms: 5,
             outcome: "ok",
             tool_calls: 0,
@@ -265,8 +292,22 @@ mod tests {
         assert_eq!(lines[0]["event"], "tool_call");
         assert_eq!(lines[0]["tool"], forged);
         assert_eq!(lines[1]["event"], "execution");
+        assert_eq!(
+            lines[1]["allowedTools"],
+            serde_json::json!(["mcp__a__*", "mcp__crm__[EMAIL]"])
+        );
         assert_eq!(lines[1]["codeSha256"], code_digest("console.log('secret')"));
         assert!(lines[1]["ts"].as_str().unwrap().ends_with('Z'));
+    }
+
+    #[test]
+    fn made_up_names_are_recorded_without_personal_data_and_clipped() {
+        let made_up = format!("mcp__h2__ada@example.com/+44 20 7946 0958/{}", "x".repeat(400));
+        let recorded = serde_json::to_value(Name(&made_up)).unwrap();
+        let recorded = recorded.as_str().unwrap();
+        assert!(recorded.starts_with("mcp__h2__[EMAIL]/[PHONE]/xxx"), "{recorded}");
+        assert!(!recorded.contains("ada@") && !recorded.contains("7946"), "{recorded}");
+        assert!(recorded.len() < MAX_RECORDED_NAME_BYTES + 32, "{recorded}");
     }
 
     #[test]

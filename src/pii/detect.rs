@@ -30,9 +30,10 @@ pub(crate) fn label(kind: PiiKind) -> &'static str {
     }
 }
 
-/// A token as this module writes it, numbered or not (the redaction past a vault's cap).
+/// A token as the vault writes it (its kind and six random characters), or bare (the
+/// redaction past a vault's cap).
 pub(crate) static TOKEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\[(EMAIL|PHONE|CARD|IBAN|NATIONAL_ID|IP)(?:_([0-9]{1,9}))?\]").expect("regex")
+    Regex::new(r"\[(EMAIL|PHONE|CARD|IBAN|NATIONAL_ID|IP)(?:_([a-z0-9]{6}))?\]").expect("regex")
 });
 
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| {

@@ -1,11 +1,13 @@
 //! Personal data on its way to the client (`pii = "tokenize"`): the sandbox sees real data, but
 //! what reaches the client (an execution's reply, its live output, the questions it asks) has
 //! emails, phone numbers, card numbers, IBANs, national IDs and IP addresses replaced by tokens
-//! (`[EMAIL_1]`) that stand for them within the client session; a token code passes back in a
-//! tool call's arguments, a prompt's arguments or a resource URI is replaced by its value just
-//! before the call leaves the host. [`detect`] finds the values, [`vault`] holds one session's
-//! tokens, [`Pii`] holds the vaults of the sessions, in memory only: never on disk, in logs or
-//! in the audit trail.
+//! (`[EMAIL_k7q2xm]`) that stand for them within the client session; a token code passes back
+//! in a tool call's arguments, a prompt's arguments or a resource URI is replaced by its value
+//! just before the call leaves the host, and a token in the client's answer to a downstream
+//! server's question only when that server holds the value ([`vault::Recipient`]). [`detect`]
+//! finds the values, [`vault`] holds one session's tokens, [`Pii`] holds the vaults of the
+//! sessions, in memory only: never on disk, in logs or in the audit trail ([`redact`] is what
+//! the audit trail records of a name code made up).
 
 pub(crate) mod detect;
 pub(crate) mod vault;
@@ -17,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::config::settings::{PiiKind, PiiMode, Settings};
-pub(crate) use vault::Vault;
+pub(crate) use vault::{Recipient, Vault};
 
 /// Client sessions whose vaults are held at most; past it the vault used least recently and
 /// not in use by an execution is forgotten (its tokens then mean nothing).
@@ -92,6 +94,27 @@ impl Pii {
     pub(crate) fn sessions(&self) -> usize {
         self.sessions.lock().expect("sessions lock").vaults.len()
     }
+}
+
+/// `text` with every kind of personal data replaced by its kind's bare redaction (`[EMAIL]`),
+/// whatever the settings: what the audit trail records of a name code made up (a tool name that
+/// resolved to nothing may be any text code chose).
+pub(crate) fn redact(text: &str) -> std::borrow::Cow<'_, str> {
+    let found = detect::find(text, &PiiKind::ALL);
+    if found.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in found {
+        out.push_str(&text[at..f.start]);
+        out.push('[');
+        out.push_str(detect::label(f.kind));
+        out.push(']');
+        at = f.end;
+    }
+    out.push_str(&text[at..]);
+    std::borrow::Cow::Owned(out)
 }
 
 /// Longest piece of a value cut at an edge that [`trim_cut_end`] and [`trim_cut_start`] drop.

@@ -173,23 +173,53 @@ fn the_order_decides_between_kinds() {
     assert_eq!(find(text, &[PiiKind::Ip]).len(), 1);
 }
 
+/// The tokens of `text`, in order.
+fn tokens_in(text: &str) -> Vec<String> {
+    detect::TOKEN
+        .find_iter(text)
+        .map(|m| m.as_str().to_string())
+        .collect()
+}
+
 #[test]
 fn tokens_are_stable_and_not_tokenised_again() {
     let vault = Vault::new(PiiKind::ALL.to_vec());
     let once = vault.tokenize("Alice@Example.com, alice@example.com, bob@example.com");
-    assert_eq!(once, "[EMAIL_1], [EMAIL_1], [EMAIL_2]");
+    let [alice, again, bob] = <[String; 3]>::try_from(tokens_in(&once)).unwrap();
+    assert_eq!(once, format!("{alice}, {again}, {bob}"));
+    assert_eq!(alice, again);
+    assert_ne!(alice, bob);
     assert_eq!(vault.tokenize(&once), once);
     let card = vault.tokenize("4111-1111-1111-1111 then 4111111111111111");
-    assert_eq!(card, "[CARD_1] then [CARD_1]");
-    assert_eq!(vault.tokenize("[IP_7] [EMAIL]"), "[IP_7] [EMAIL]");
+    let [c1, c2] = <[String; 2]>::try_from(tokens_in(&card)).unwrap();
+    assert_eq!((c1.as_str(), card.as_str()), (c2.as_str(), format!("{c1} then {c1}").as_str()));
+    assert_eq!(vault.tokenize("[IP_7abcde] [EMAIL]"), "[IP_7abcde] [EMAIL]");
     // The first form seen is the one given back.
-    assert_eq!(vault.detokenize("to [EMAIL_1]"), "to Alice@Example.com");
-    assert_eq!(vault.detokenize("[CARD_1]"), "4111-1111-1111-1111");
+    let to_code = |text: &str| vault.put_back(text, Recipient::Code);
+    assert_eq!(to_code(&format!("to {alice}")), "to Alice@Example.com");
+    assert_eq!(to_code(&c1), "4111-1111-1111-1111");
     // Unknown tokens stay as they are.
     assert_eq!(
-        vault.detokenize("[EMAIL_9] [CARD] [X_1]"),
-        "[EMAIL_9] [CARD] [X_1]"
+        to_code("[EMAIL_zzzzzz] [CARD] [X_1] [EMAIL_1]"),
+        "[EMAIL_zzzzzz] [CARD] [X_1] [EMAIL_1]"
     );
+}
+
+#[test]
+fn tokens_carry_no_order() {
+    let vault = Vault::new(vec![PiiKind::Email]);
+    let tokens: Vec<String> = (0..200)
+        .map(|n| vault.tokenize(&format!("u{n}@example.com")))
+        .collect();
+    let shape = regex::Regex::new(r"^\[EMAIL_[2-9a-hjkmnp-z]{6}\]$").unwrap();
+    assert!(tokens.iter().all(|t| shape.is_match(t)), "{tokens:?}");
+    let distinct: std::collections::HashSet<_> = tokens.iter().collect();
+    assert_eq!(distinct.len(), tokens.len());
+    // Not numbered: the token of the 1st, 2nd, ... value says nothing of the next.
+    assert!(!tokens.iter().any(|t| t == "[EMAIL_1]" || t == "[EMAIL_2]"));
+    let mut sorted = tokens.clone();
+    sorted.sort();
+    assert_ne!(sorted, tokens, "tokens given in order");
 }
 
 #[test]
@@ -200,27 +230,82 @@ fn values_are_walked_keys_included() {
         "list": ["+44 20 7946 0958", null, true]
     });
     vault.tokenize_value(&mut value);
+    let email = vault.tokenize("alice@example.com");
+    let card = vault.tokenize("4111 1111 1111 1111");
+    let phone = vault.tokenize("+44 20 7946 0958");
     assert_eq!(
         value,
         json!({
-            "[EMAIL_1]": {"card": "[CARD_1]", "n": 4111111111111111u64},
-            "list": ["[PHONE_1]", null, true]
+            email.clone(): {"card": card, "n": 4111111111111111u64},
+            "list": [phone.clone(), null, true]
         })
     );
-    let mut back = json!({"[EMAIL_1]": ["[PHONE_1]", 3]});
-    vault.detokenize_value(&mut back);
+    let mut back = json!({email: [phone, 3]});
+    vault.put_back_value(&mut back, Recipient::Code);
     assert_eq!(back, json!({"alice@example.com": ["+44 20 7946 0958", 3]}));
+}
+
+#[test]
+fn a_server_gets_back_only_the_values_it_holds() {
+    let vault = Vault::new(PiiKind::ALL.to_vec());
+    // Code's output: no server holds these.
+    let shown = vault.tokenize("ada@example.com 4111 1111 1111 1111");
+    let [email, card] = <[String; 2]>::try_from(tokens_in(&shown)).unwrap();
+    let answer = format!("Repeat: {email} {card}");
+    assert_eq!(vault.put_back(&answer, Recipient::AnswerTo("h2")), answer);
+    // Code's own questions get every token back.
+    assert_eq!(
+        vault.put_back(&answer, Recipient::Code),
+        "Repeat: ada@example.com 4111 1111 1111 1111"
+    );
+    // A server code sends the email to holds it from then on; not the card.
+    let mut args = json!({"to": email.clone()});
+    vault.put_back_value(&mut args, Recipient::CallTo("mail"));
+    assert_eq!(args, json!({"to": "ada@example.com"}));
+    assert_eq!(
+        vault.put_back(&answer, Recipient::AnswerTo("mail")),
+        format!("Repeat: ada@example.com {card}")
+    );
+    // A server that asks a question showing a value, or returned it in a result, holds it.
+    let question = vault.tokenize_from(Some("crm"), "Delete bob@example.com?");
+    let bob = tokens_in(&question).remove(0);
+    assert_eq!(vault.put_back(&bob, Recipient::AnswerTo("crm")), "bob@example.com");
+    assert_eq!(vault.put_back(&bob, Recipient::AnswerTo("h2")), bob);
+    vault.note_held("sheets", &json!({"rows": [{"card": "4111111111111111"}]}));
+    assert_eq!(
+        vault.put_back(&card, Recipient::AnswerTo("sheets")),
+        "4111 1111 1111 1111"
+    );
+    assert!(!format!("{vault:?}").contains("example"));
+}
+
+#[test]
+fn every_field_of_a_block_but_its_payload_is_tokenised() {
+    let vault = Vault::new(PiiKind::ALL.to_vec());
+    let mut block: rmcp::model::ContentBlock = serde_json::from_value(json!({
+        "type": "resource",
+        "resource": {"uri": "crm://customers/ada@example.com/statement.pdf", "blob": "YWRhQGV4YW1wbGUuY29t", "mimeType": "application/pdf"},
+        "annotations": {"audience": ["user"]},
+        "_meta": {"owner": "ada@example.com"}
+    }))
+    .unwrap();
+    vault.tokenize_block(&mut block);
+    let sent = serde_json::to_string(&block).unwrap();
+    assert!(!sent.contains("ada@example.com"), "{sent}");
+    assert!(sent.contains("YWRhQGV4YW1wbGUuY29t"), "the payload is base64, left alone: {sent}");
+    assert!(sent.contains("crm://customers/[EMAIL_"), "{sent}");
 }
 
 #[test]
 fn past_its_cap_a_vault_redacts() {
     let vault = Vault::new(vec![PiiKind::Email]);
-    for n in 0..MAX_ENTRIES {
+    let first = vault.tokenize("u0@example.com");
+    for n in 1..MAX_ENTRIES {
         vault.tokenize(&format!("u{n}@example.com"));
     }
     assert_eq!(vault.len(), MAX_ENTRIES);
     assert_eq!(vault.tokenize("new@example.com"), "[EMAIL]");
-    assert_eq!(vault.tokenize("u0@example.com"), "[EMAIL_1]");
+    assert_eq!(vault.tokenize("u0@example.com"), first);
     assert!(!format!("{vault:?}").contains("example"));
 }
 
@@ -228,17 +313,23 @@ fn past_its_cap_a_vault_redacts() {
 fn sessions_have_their_own_vaults_and_are_bounded() {
     let pii = Pii::new(PiiKind::ALL.to_vec());
     let a = pii.vault("stdio");
-    assert_eq!(a.tokenize("a@example.com"), "[EMAIL_1]");
+    let token = a.tokenize("a@example.com");
     let b = pii.vault("http-token:abc");
-    assert_eq!(b.detokenize("[EMAIL_1]"), "[EMAIL_1]");
-    assert_eq!(pii.vault("stdio").detokenize("[EMAIL_1]"), "a@example.com");
+    assert_eq!(b.put_back(&token, Recipient::Code), token);
+    assert_eq!(pii.vault("stdio").put_back(&token, Recipient::Code), "a@example.com");
     for n in 0..(MAX_SESSIONS + 5) {
         pii.vault(&format!("http-peer:{n}"));
     }
     assert_eq!(pii.sessions(), MAX_SESSIONS);
     // A vault in use by an execution is not the one forgotten.
-    assert_eq!(pii.vault("stdio").detokenize("[EMAIL_1]"), "a@example.com");
+    assert_eq!(pii.vault("stdio").put_back(&token, Recipient::Code), "a@example.com");
     drop(a);
+}
+
+#[test]
+fn redaction_for_the_audit_trail_needs_no_vault() {
+    assert_eq!(redact("to ada@example.com, +44 20 7946 0958"), "to [EMAIL], [PHONE]");
+    assert!(matches!(redact("mcp__time__now"), std::borrow::Cow::Borrowed(_)));
 }
 
 #[test]

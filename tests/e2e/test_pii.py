@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from conftest import start_client
 from harness import McpClient, check_exec, ok, run_ts
 
 PII_ON = {"CODE_EXECUTOR_PII": "tokenize"}
-TOKEN = re.compile(r"\[(EMAIL|PHONE|CARD|IBAN|NATIONAL_ID|IP)_\d+\]")
+TOKEN = re.compile(r"\[(EMAIL|PHONE|CARD|IBAN|NATIONAL_ID|IP)_[0-9a-z]+\]")
 ALLOWED = ["mcp__people__*"]
 
 LIST = "const people = (await callMCPTool('mcp__people__list_people', {})).people;\n"
@@ -72,7 +73,8 @@ def test_the_client_sees_tokens_in_output_result_and_keys(tokenizing) -> None:
     everything = ex.everything()
     assert leaks(everything) == [], ex.describe()
     for kind in ("EMAIL", "CARD", "PHONE", "IBAN", "NATIONAL_ID", "IP"):
-        assert f"[{kind}_1]" in everything and f"[{kind}_2]" in everything, ex.describe()
+        tokens = {m.group(0) for m in TOKEN.finditer(everything) if m.group(1) == kind}
+        assert len(tokens) == 2, (kind, tokens, ex.describe())
     # Stable: the same value has the same token in output, result and keys.
     alice = ex.result["people"][0]
     assert ex.result["byEmail"][alice["email"]] == "Alice Smith", ex.describe()
@@ -223,6 +225,58 @@ def test_tokens_mean_nothing_in_another_session(tmp_path, ce_binary, tokenizing)
     finally:
         other.close()
     assert received(tmp_path) == [{"note": token, "details": None}]
+
+
+def test_tokens_are_not_numbered_in_order(tokenizing) -> None:
+    """Tokens carry no guessable order: `[EMAIL_1]`, `[EMAIL_2]`, ... would let anyone who can
+    have text put back name the values of a session without having seen a token."""
+    c, _ = tokenizing
+    ex = ok(c, "return Array.from({length: 30}, (_, i) => `user${i}.guess@example.net`);")
+    tokens = ex.result
+    assert len(set(tokens)) == 30 and all(TOKEN.fullmatch(t) for t in tokens), ex.describe()
+    assert not any(re.fullmatch(r"\[EMAIL_\d+\]", t) for t in tokens), tokens
+
+
+def test_a_media_block_s_uri_meta_and_annotations_carry_tokens(tokenizing) -> None:
+    """Every field of a media block reaches the client through the checkpoint: a block code makes
+    and a downstream tool's own resource block passed on unchanged (its URI names the customer)."""
+    c, _ = tokenizing
+    email = people_server.PEOPLE[0]["email"]
+    made = (
+        "return {type: 'resource', resource: {uri: `crm://customers/" + email + "/statement.pdf`, "
+        "blob: 'JVBERi0xLjQK', mimeType: 'application/pdf'}, _meta: {owner: '" + email + "'}, "
+        "annotations: {audience: ['user'], priority: 0.5}};"
+    )
+    passed_on = "return await callMCPTool('mcp__people__statement', {person: 0});"
+    for code in (made, passed_on):
+        ex = ok(c, code, allowed=ALLOWED)
+        sent = ex.raw.model_dump_json(by_alias=True)
+        blocks = [b for b in ex.raw.content if b.type == "resource"]
+        assert len(blocks) == 1, sent
+        assert leaks(sent) == [], sent
+        assert blocks[0].resource.blob == "JVBERi0xLjQK", sent
+        assert re.fullmatch(r"crm://customers/\[EMAIL_[0-9a-z]+\]/statement\.pdf", str(blocks[0].resource.uri)), sent
+
+
+def test_a_refused_call_s_made_up_name_reaches_the_audit_log_redacted(tokenizing) -> None:
+    c, root = tokenizing
+    email = people_server.PEOPLE[1]["email"]
+    for name in (f"mcp__people__{email}", f"mcp__h2__{email}"):
+        ex = run_ts(c, f"return await callMCPTool({json.dumps(name)}, {{}});", allowed=["*"])
+        assert not ex.success, ex.describe()
+        assert leaks(ex.everything()) == [], ex.describe()
+    c.call("health", {})  # a round trip, so the audit writer has had time to write
+    deadline = time.time() + 10
+    text = ""
+    while time.time() < deadline:
+        text = "".join(p.read_text() for p in (root / "audit").glob("*.jsonl"))
+        if "mcp__h2__" in text:
+            break
+        time.sleep(0.2)
+    records = [json.loads(line) for line in text.splitlines()]
+    refused = [r["tool"] for r in records if r.get("event") == "tool_call" and r["decision"] == "refused"]
+    assert "mcp__people__[EMAIL]" in refused and "mcp__h2__[EMAIL]" in refused, refused
+    assert leaks(text) == [], leaks(text)
 
 
 def test_nothing_of_the_map_is_written(tokenizing) -> None:

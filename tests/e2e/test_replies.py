@@ -183,6 +183,28 @@ def test_a_downstream_image_is_passed_on_as_an_image(client: McpClient) -> None:
     assert ex.result[2].startswith("[image image/png")
 
 
+def test_a_media_block_s_other_fields_count_in_the_reply_budget(client: McpClient) -> None:
+    """A media block's URI, MIME type, annotations and `_meta` are read by the client as text:
+    they take their bytes from the reply budget, and a block whose fields would not fit is
+    named in the value instead of sent. Measured on the whole reply as the client serialised it."""
+    huge = [
+        "return {type: 'resource', resource: {uri: 'x:' + 'U'.repeat(3 << 20), blob: 'aGk='}};",
+        "return {type: 'image', data: 'aGk=', mimeType: 'image/png', _meta: {note: 'M'.repeat(3 << 20)}};",
+        "return {type: 'audio', data: 'aGk=', mimeType: 'audio/wav', annotations: {audience: ['user'], lastModified: 'L'.repeat(3 << 20)}};",
+        "return {type: 'resource', resource: {uri: 'x:a', blob: 'aGk=', mimeType: 'application/' + 'T'.repeat(3 << 20)}};",
+        "return Array.from({length: 16}, (_, i) => ({type: 'resource', resource: {uri: `x:${i}:` + 'U'.repeat(4000), blob: 'aGk='}}));",
+    ]
+    for code in huge:
+        ex = ok(client, code)
+        whole = len(ex.raw.model_dump_json(by_alias=True, exclude_none=True).encode())
+        # The budget, what the media payloads take (a few bytes here) and the envelope's keys.
+        assert whole <= BUDGET + 2_000, f"{whole} bytes: {ex.describe()}"
+    # A block whose fields fit is still sent, and its fields are what the text gave up.
+    ex = ok(client, "return [{type: 'resource', resource: {uri: 'x:' + 'U'.repeat(5000), blob: 'aGk='}}, 'y'.repeat(60000)];")
+    assert [b.type for b in ex.raw.content] == ["text", "resource"], ex.describe()
+    assert len(ex.raw.model_dump_json(by_alias=True, exclude_none=True).encode()) <= BUDGET + 2_000
+
+
 def test_image_refuses_what_is_not_an_image(client: McpClient) -> None:
     ex = run_ts(client, 'return image(new Uint8Array([1]), "text/html");')
     assert not ex.success and "mimeType must be an image type" in ex.error

@@ -10,6 +10,9 @@ The questions go the way the negotiated protocol carries them (code-executor con
 - `ask_many(n)`: asks the user `n` questions in one round (an `InputRequiredResult` it builds);
   returns how many answers came back with each action.
 - `delete_item(id)`: annotated `destructiveHint: true`; `archive_item(id)`: `readOnlyHint: false`.
+- `ask_text(parts, repeat=1)` / `sample_text(parts, repeat=1)`: asks the user (a text answer) or
+  the client's LLM with the message `parts` joined, `repeat` times over, exactly as given (a
+  hostile server: tokens it learnt somewhere, a prompt of mebibytes); returns the answer text.
 - `calls()`: how many times each tool was called (so tests can prove a refused call never came).
 - resource `notes://todo` and prompt `greet(name)`.
 """
@@ -87,6 +90,38 @@ async def ask_many(n: int, ctx: Context) -> dict | InputRequiredResult:
         action = answer.get("action") if isinstance(answer, dict) else getattr(answer, "action", None)
         actions[str(action)] += 1
     return dict(actions)
+
+
+class Text(BaseModel):
+    answer: str
+
+
+def _ask_text(parts: list[str], repeat: int = 1) -> Elicit[Text]:
+    return Elicit("".join(parts) * repeat, Text)
+
+
+@mcp.tool()
+async def ask_text(
+    parts: list[str], answer: Annotated[ElicitationResult[Text], Resolve(_ask_text)], repeat: int = 1
+) -> str:
+    """Ask the user the message `parts` joined (`repeat` times); returns the answer's text or the action."""
+    CALLS["ask_text"] += 1
+    return answer.data.answer if answer.action == "accept" else answer.action
+
+
+def _sample_text(parts: list[str], repeat: int = 1) -> Sample:
+    text = "".join(parts) * repeat
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=text))], max_tokens=100)
+
+
+@mcp.tool()
+async def sample_text(
+    parts: list[str], summary: Annotated[CreateMessageResult, Resolve(_sample_text)], repeat: int = 1
+) -> str:
+    """Ask the client's LLM with the prompt `parts` joined (`repeat` times); returns its text."""
+    CALLS["sample_text"] += 1
+    content = summary.content
+    return content.text if isinstance(content, TextContent) else str(content)
 
 
 @mcp.tool(annotations=ToolAnnotations(destructiveHint=True))

@@ -8,6 +8,8 @@ Run with `python people_server.py` (stdio). Built on the official MCP Python SDK
   named by `PEOPLE_RECEIVED` (so a test can check which values arrived), and answers `stored`.
 - `echo(value)`: returns what it received.
 - `fail_for(person)`: fails with an error message that holds the person's email and card.
+- `statement(person)`: the person's statement as a binary resource block whose URI, `_meta` and
+  annotations name their email (a block an LLM's code may pass on unchanged).
 - resource `people://person/{email}` and prompt `write_to(email)`: each records the email it
   received, like `remember`, and answers with it.
 """
@@ -21,6 +23,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import Annotations, BlobResourceContents, EmbeddedResource
 
 warnings.simplefilter("ignore")
 
@@ -97,6 +100,18 @@ def fail_for(person: int) -> str:
     """Fails, naming the person's email and card."""
     p = PEOPLE[person]
     raise ToolError(f"payment declined for {p['email']} with card {p['card']}")
+
+
+@mcp.tool()
+def statement(person: int) -> list[EmbeddedResource]:
+    """The person's statement (a PDF), as a resource block."""
+    email = PEOPLE[person]["email"]
+    contents = BlobResourceContents(
+        uri=f"crm://customers/{email}/statement.pdf", blob="JVBERi0xLjQK", mime_type="application/pdf"
+    )
+    block = EmbeddedResource(type="resource", resource=contents, annotations=Annotations(audience=["user"], priority=0.5))
+    block.meta = {"owner": email}
+    return [block]
 
 
 if __name__ == "__main__":

@@ -123,10 +123,7 @@ impl Gate {
             Err((name, stop)) => return self.stopped(calls, &name, &asked, 0, stop),
         };
         let started = Instant::now();
-        let uri = match calls.vault() {
-            Some(vault) => vault.detokenize(uri),
-            None => uri.to_string(),
-        };
+        let uri = calls.put_back_text_for(&server, uri);
         let read = self
             .upstream
             .read_resource(&server, &uri, Some(calls.asking()))
@@ -178,13 +175,12 @@ impl Gate {
             Ok(found) => found,
             Err((name, stop)) => return self.stopped(calls, &name, &server, 0, stop),
         };
-        let Value::Object(mut args) = args else {
+        let mut args = args;
+        calls.put_back_for(&server, &mut args);
+        let Value::Object(args) = args else {
             let refusal = Refusal::ArgumentsNotObject(asked.to_string());
             return self.stopped(calls, &name, &server, 0, refusal.into());
         };
-        if let Some(vault) = calls.vault() {
-            vault.detokenize_map(&mut args);
-        }
         let started = Instant::now();
         let got = self
             .upstream
@@ -204,6 +200,7 @@ impl Gate {
     ) -> Result<Value, String> {
         let (result, bytes, ending) = match answer {
             Ok(value) => {
+                calls.note_produced(server, &value);
                 let bytes = value.to_string().len();
                 match self.broker.check_result(name, bytes) {
                     Ok(()) => (Ok(value), Some(bytes), Ending::Answered),
