@@ -217,7 +217,7 @@ pub(crate) struct RawSettings {
     /// Default 2097152.
     pub workspace_max_file_bytes: Option<u64>,
     /// Personal data in what reaches the client: `off`, or `tokenize` (replaced by stable
-    /// tokens such as `[EMAIL_1]`, and put back in tool-call arguments). Default off.
+    /// tokens such as `[EMAIL_k7q2xm]`, and put back in tool-call arguments). Default off.
     pub pii: Option<PiiMode>,
     /// The kinds `tokenize` replaces: `email`, `phone`, `card`, `iban`, `national_id`, `ip`.
     /// Default: all of them.
