@@ -259,7 +259,15 @@ impl Asking {
     pub(crate) async fn elicit(&self, asker: Asker<'_>, params: Value) -> Result<Value, AskError> {
         let started = Instant::now();
         if let Err(refused) = self.admit_size(asker, "elicitation", &params) {
-            self.record("elicitation", asker, &params, refused.code(), 0, started, None);
+            self.record(
+                "elicitation",
+                asker,
+                &params,
+                refused.code(),
+                0,
+                started,
+                None,
+            );
             return Err(refused);
         }
         let params = self.outgoing(asker, params);

@@ -200,7 +200,12 @@ mod tests {
         );
         assert_eq!(params["messages"][1]["content"][0]["text"], "[h2] ok");
         assert_eq!(params["messages"][1]["content"][1]["data"], "aGk=");
-        assert!(params["systemPrompt"].as_str().unwrap().starts_with("[h2] "));
+        assert!(
+            params["systemPrompt"]
+                .as_str()
+                .unwrap()
+                .starts_with("[h2] ")
+        );
         let mut with_system = json!({"messages": [], "systemPrompt": "be terse"});
         mark_sampling("h2", &mut with_system);
         assert_eq!(with_system["systemPrompt"], "[h2] be terse");

@@ -225,7 +225,13 @@ mod tests {
     #[test]
     fn blocks_over_the_limit_or_malformed_stay() {
         let mut value = json!([png(), png()]);
-        let blocks = take(&mut value, MediaLimits { payload_bytes: 10, ..ROOMY });
+        let blocks = take(
+            &mut value,
+            MediaLimits {
+                payload_bytes: 10,
+                ..ROOMY
+            },
+        );
         assert_eq!(blocks.len(), 1);
         assert!(
             value[1]
@@ -280,14 +286,26 @@ mod tests {
         };
         let redact = |block: &mut ContentBlock| {
             let mut v = serde_json::to_value(&*block).unwrap();
-            v["resource"]["uri"] = json!(v["resource"]["uri"].as_str().unwrap().replace("ada@example.com", "[EMAIL]"));
+            v["resource"]["uri"] = json!(
+                v["resource"]["uri"]
+                    .as_str()
+                    .unwrap()
+                    .replace("ada@example.com", "[EMAIL]")
+            );
             *block = serde_json::from_value(v).unwrap();
         };
         let taken = take_blocks(&mut value, limits, 1, &redact);
         assert_eq!(taken.blocks.len(), 1);
-        assert!(value[0].as_str().unwrap().contains("its other fields"), "{}", value[0]);
+        assert!(
+            value[0].as_str().unwrap().contains("its other fields"),
+            "{}",
+            value[0]
+        );
         let sent = serde_json::to_string(&taken.blocks[0]).unwrap();
-        assert!(sent.contains("crm://a/[EMAIL]/s.pdf") && !sent.contains("ada@"), "{sent}");
+        assert!(
+            sent.contains("crm://a/[EMAIL]/s.pdf") && !sent.contains("ada@"),
+            "{sent}"
+        );
         assert_eq!(taken.fields_bytes, content::fields_bytes(&taken.blocks[0]));
     }
 }

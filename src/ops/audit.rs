@@ -261,7 +261,10 @@ mod tests {
             language: "typescript",
             code_sha256: code_digest("console.log('secret')"),
             code_bytes: 21,
-            allowed_tools: Names(&["mcp__a__*".to_string(), "mcp__crm__bob@example.com".to_string()]),
+            allowed_tools: Names(&[
+                "mcp__a__*".to_string(),
+                "mcp__crm__bob@example.com".to_string(),
+            ]),
             duration_ms: 5,
             outcome: "ok",
             tool_calls: 0,
@@ -302,11 +305,20 @@ mod tests {
 
     #[test]
     fn made_up_names_are_recorded_without_personal_data_and_clipped() {
-        let made_up = format!("mcp__h2__ada@example.com/+44 20 7946 0958/{}", "x".repeat(400));
+        let made_up = format!(
+            "mcp__h2__ada@example.com/+44 20 7946 0958/{}",
+            "x".repeat(400)
+        );
         let recorded = serde_json::to_value(Name(&made_up)).unwrap();
         let recorded = recorded.as_str().unwrap();
-        assert!(recorded.starts_with("mcp__h2__[EMAIL]/[PHONE]/xxx"), "{recorded}");
-        assert!(!recorded.contains("ada@") && !recorded.contains("7946"), "{recorded}");
+        assert!(
+            recorded.starts_with("mcp__h2__[EMAIL]/[PHONE]/xxx"),
+            "{recorded}"
+        );
+        assert!(
+            !recorded.contains("ada@") && !recorded.contains("7946"),
+            "{recorded}"
+        );
         assert!(recorded.len() < MAX_RECORDED_NAME_BYTES + 32, "{recorded}");
     }
 

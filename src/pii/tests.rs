@@ -192,7 +192,10 @@ fn tokens_are_stable_and_not_tokenised_again() {
     assert_eq!(vault.tokenize(&once), once);
     let card = vault.tokenize("4111-1111-1111-1111 then 4111111111111111");
     let [c1, c2] = <[String; 2]>::try_from(tokens_in(&card)).unwrap();
-    assert_eq!((c1.as_str(), card.as_str()), (c2.as_str(), format!("{c1} then {c1}").as_str()));
+    assert_eq!(
+        (c1.as_str(), card.as_str()),
+        (c2.as_str(), format!("{c1} then {c1}").as_str())
+    );
     assert_eq!(vault.tokenize("[IP_7abcde] [EMAIL]"), "[IP_7abcde] [EMAIL]");
     // The first form seen is the one given back.
     let to_code = |text: &str| vault.put_back(text, Recipient::Code);
@@ -269,7 +272,10 @@ fn a_server_gets_back_only_the_values_it_holds() {
     // A server that asks a question showing a value, or returned it in a result, holds it.
     let question = vault.tokenize_from(Some("crm"), "Delete bob@example.com?");
     let bob = tokens_in(&question).remove(0);
-    assert_eq!(vault.put_back(&bob, Recipient::AnswerTo("crm")), "bob@example.com");
+    assert_eq!(
+        vault.put_back(&bob, Recipient::AnswerTo("crm")),
+        "bob@example.com"
+    );
     assert_eq!(vault.put_back(&bob, Recipient::AnswerTo("h2")), bob);
     vault.note_held("sheets", &json!({"rows": [{"card": "4111111111111111"}]}));
     assert_eq!(
@@ -292,7 +298,10 @@ fn every_field_of_a_block_but_its_payload_is_tokenised() {
     vault.tokenize_block(&mut block);
     let sent = serde_json::to_string(&block).unwrap();
     assert!(!sent.contains("ada@example.com"), "{sent}");
-    assert!(sent.contains("YWRhQGV4YW1wbGUuY29t"), "the payload is base64, left alone: {sent}");
+    assert!(
+        sent.contains("YWRhQGV4YW1wbGUuY29t"),
+        "the payload is base64, left alone: {sent}"
+    );
     assert!(sent.contains("crm://customers/[EMAIL_"), "{sent}");
 }
 
@@ -316,20 +325,32 @@ fn sessions_have_their_own_vaults_and_are_bounded() {
     let token = a.tokenize("a@example.com");
     let b = pii.vault("http-token:abc");
     assert_eq!(b.put_back(&token, Recipient::Code), token);
-    assert_eq!(pii.vault("stdio").put_back(&token, Recipient::Code), "a@example.com");
+    assert_eq!(
+        pii.vault("stdio").put_back(&token, Recipient::Code),
+        "a@example.com"
+    );
     for n in 0..(MAX_SESSIONS + 5) {
         pii.vault(&format!("http-peer:{n}"));
     }
     assert_eq!(pii.sessions(), MAX_SESSIONS);
     // A vault in use by an execution is not the one forgotten.
-    assert_eq!(pii.vault("stdio").put_back(&token, Recipient::Code), "a@example.com");
+    assert_eq!(
+        pii.vault("stdio").put_back(&token, Recipient::Code),
+        "a@example.com"
+    );
     drop(a);
 }
 
 #[test]
 fn redaction_for_the_audit_trail_needs_no_vault() {
-    assert_eq!(redact("to ada@example.com, +44 20 7946 0958"), "to [EMAIL], [PHONE]");
-    assert!(matches!(redact("mcp__time__now"), std::borrow::Cow::Borrowed(_)));
+    assert_eq!(
+        redact("to ada@example.com, +44 20 7946 0958"),
+        "to [EMAIL], [PHONE]"
+    );
+    assert!(matches!(
+        redact("mcp__time__now"),
+        std::borrow::Cow::Borrowed(_)
+    ));
 }
 
 #[test]

@@ -31,7 +31,7 @@ const MAX_KNOWN: usize = 50_000;
 /// Servers recorded as holding one value at most.
 const MAX_HOLDERS: usize = 64;
 /// How much of one answer or call is scanned for the values a server holds.
-const MAX_NOTED_BYTES: usize = 1 << 20;
+const MAX_NOTED_BYTES: usize = 256 << 10;
 /// The characters of a token's random part: lower-case letters and digits that cannot be
 /// mistaken for one another.
 const TOKEN_ALPHABET: &[u8] = b"23456789abcdefghjkmnpqrstuvwxyz";
@@ -179,7 +179,9 @@ impl Vault {
             Ok(tokenised) => *block = tokenised,
             // A block that no longer parses (a tokenised field with a format of its own) is
             // not sent as it was: only a note of what it was.
-            Err(_) => *block = ContentBlock::text("[a content block withheld: it holds personal data]"),
+            Err(_) => {
+                *block = ContentBlock::text("[a content block withheld: it holds personal data]")
+            }
         }
     }
 
@@ -205,9 +207,7 @@ impl Vault {
     pub(crate) fn put_back_value(&self, value: &mut Value, to: Recipient<'_>) {
         match value {
             Value::String(text) => *text = self.put_back(text, to),
-            Value::Array(items) => items
-                .iter_mut()
-                .for_each(|v| self.put_back_value(v, to)),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.put_back_value(v, to)),
             Value::Object(map) => self.put_back_map(map, to),
             _ => {}
         }
