@@ -1,5 +1,5 @@
 //! One execution from request to report: admission (the concurrency limit and the queue), the
-//! client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
+//! client session's workspace ([`workspaces`]), the client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
 //! of an execution that keeps calling long after its budget, cancellation, the servers its
@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::{OnceCell, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::sampling::{self, SampleRequest};
@@ -39,6 +39,12 @@ use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 use crate::workspace::{Space, files, skills};
 
+mod session;
+mod workspaces;
+
+pub(crate) use session::STDIO_SESSION;
+pub(crate) use workspaces::{Unavailable, Workspaces};
+
 /// What the client asked to run.
 #[derive(Debug, Clone)]
 pub(crate) struct ExecutionRequest {
@@ -46,7 +52,7 @@ pub(crate) struct ExecutionRequest {
     pub code: String,
     pub allowed_tools: Vec<String>,
     pub timeout_ms: Option<u64>,
-    /// The client session it runs for (rate limits, audit).
+    /// The client session it runs for (rate limits, audit, its workspace).
     pub session: String,
     /// Cancelled when the client cancels the request: the worker is killed.
     pub cancel: CancellationToken,
@@ -177,7 +183,7 @@ pub struct Executor {
     upstream: Arc<UpstreamPool>,
     audit: Arc<AuditLog>,
     metrics: Arc<Metrics>,
-    space: Option<Arc<Space>>,
+    workspaces: Arc<Workspaces>,
     ids: AtomicU64,
     slots: Arc<Semaphore>,
     /// Executions waiting for a slot, and running: the gauges `/metrics` serves.
@@ -218,12 +224,12 @@ impl Executor {
                 warm,
             ),
             slots: Arc::new(Semaphore::new(settings.max_concurrent_executions)),
+            workspaces: Arc::new(Workspaces::new(&settings, wiring.space)),
             settings,
             gate: wiring.gate,
             upstream: wiring.upstream,
             audit: wiring.audit,
             metrics: wiring.metrics,
-            space: wiring.space,
             ids: AtomicU64::new(0),
             waiting,
             running,
@@ -300,10 +306,14 @@ impl Executor {
         &self.settings
     }
 
-    /// The project's workspace, when there is one.
-    #[allow(dead_code)] // for the skills in search results
+    /// The project's workspace, when there is one (the command line's `search`).
     pub fn space(&self) -> Option<&Arc<Space>> {
-        self.space.as_ref()
+        self.workspaces.project()
+    }
+
+    /// The workspaces, and whose each client session uses.
+    pub(crate) fn workspaces(&self) -> &Workspaces {
+        &self.workspaces
     }
 
     /// How long the client's answer to a question is waited for.
@@ -422,12 +432,9 @@ impl Executor {
         let host = Arc::new(HostSide {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
-            space: self.space.clone(),
-            no_space: if self.settings.workspace_dir.is_none() {
-                "the workspace is off (setting workspace = false)"
-            } else {
-                "the workspace could not be opened when the server started (see its log); check that workspace_dir is a writable directory"
-            },
+            workspaces: self.workspaces.clone(),
+            session: request.session.clone(),
+            space: OnceCell::new(),
             calls: ExecutionCalls::new(
                 asking,
                 execution_id,
@@ -595,14 +602,37 @@ impl Readiness for Executor {
 struct HostSide {
     gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
-    /// The project's workspace (files and skills), when there is one.
-    space: Option<Arc<Space>>,
-    /// Why there is none: what a workspace call answers then.
-    no_space: &'static str,
+    /// The workspaces, and the client session whose this execution uses (files and skills).
+    workspaces: Arc<Workspaces>,
+    session: String,
+    /// That workspace, once a call needed it (created then when missing).
+    space: OnceCell<Result<Arc<Space>, Unavailable>>,
     calls: ExecutionCalls,
 }
 
 impl HostSide {
+    /// The session's workspace (created when missing), opened once per execution.
+    async fn space(&self) -> Result<Arc<Space>, Unavailable> {
+        self.space
+            .get_or_init(|| async {
+                match self.workspaces.of(&self.session, true).await {
+                    Ok(Some(space)) => Ok(space),
+                    Ok(None) => Err(Unavailable::Failed),
+                    Err(unavailable) => Err(unavailable),
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// The session's workspace if it has one, for look-ups (which never create one).
+    async fn existing_space(&self) -> Option<Arc<Space>> {
+        match self.space.get() {
+            Some(opened) => opened.clone().ok(),
+            None => self.workspaces.existing(&self.session).await,
+        }
+    }
+
     /// What this execution may call, see and cause to start.
     fn reach(&self) -> Reach<'_> {
         self.calls.reach(self.gate.policy())
@@ -615,11 +645,12 @@ impl HostSide {
         let reach = self.reach();
         match request {
             HostRequest::SearchTools(query) => {
-                let skills = skill_entries(self.space.as_ref()).await;
+                let skills = skill_entries(self.existing_space().await.as_ref()).await;
                 as_value(directory::search_within(&self.upstream, &reach, &query, &skills).await)
             }
             HostRequest::GetToolSchema { name } if skill_module(&name).is_some() => {
-                skill_schema(self.space.clone(), name).await
+                let space = self.space().await.map_err(|u| u.for_skills());
+                skill_schema(space, name).await
             }
             HostRequest::GetToolSchema { name } => {
                 let viewer = Viewer {
@@ -655,11 +686,12 @@ impl HostCalls for HostSide {
                 | HostRequest::GetPrompt { .. }) => self.gate.content(&self.calls, content).await,
                 skill @ (HostRequest::SaveSkill { .. } | HostRequest::LoadSkills { .. }) => {
                     self.calls.spend().map_err(|refusal| refusal.to_string())?;
-                    skill_call(self.space.clone(), skill).await
+                    let space = self.space().await.map_err(|u| u.for_skills());
+                    skill_call(space, skill).await
                 }
                 HostRequest::Workspace(call) => {
                     self.calls.spend().map_err(|refusal| refusal.to_string())?;
-                    let space = self.space.clone().ok_or(self.no_space)?;
+                    let space = self.space().await.map_err(|u| u.for_files())?;
                     tokio::task::spawn_blocking(move || files::answer(&space, call))
                         .await
                         .map_err(|e| format!("workspace: the operation failed: {e}"))?
@@ -680,11 +712,12 @@ const MAX_SKILLS_LOADED: usize = 64;
 /// Most bytes of skill code one `loadSkills` answer carries.
 const MAX_SKILL_BYTES_LOADED: usize = 2 * 1024 * 1024;
 
-/// Saves or loads skills in the project's workspace (file work off the runtime's threads).
-async fn skill_call(space: Option<Arc<Space>>, request: HostRequest) -> Result<Value, String> {
-    let Some(space) = space else {
-        return Err("skills need the workspace, which is off (setting workspace = false)".into());
-    };
+/// Saves or loads skills in the execution's workspace (file work off the runtime's threads).
+async fn skill_call(
+    space: Result<Arc<Space>, String>,
+    request: HostRequest,
+) -> Result<Value, String> {
+    let space = space?;
     let work = move || match request {
         HostRequest::SaveSkill {
             name,
@@ -748,12 +781,10 @@ pub(crate) fn skill_module(asked: &str) -> Option<&str> {
 
 /// `getToolSchema("skills/<name>.ts")`: the skill's description, exports and import line.
 pub(crate) async fn skill_schema(
-    space: Option<Arc<Space>>,
+    space: Result<Arc<Space>, String>,
     asked: String,
 ) -> Result<Value, String> {
-    let Some(space) = space else {
-        return Err("skills need the workspace, which is off (setting workspace = false)".into());
-    };
+    let space = space?;
     let name = skill_module(&asked).unwrap_or_default().to_string();
     let shown = tokio::task::spawn_blocking(move || skills::show(&space, &name))
         .await
@@ -772,7 +803,7 @@ pub(crate) async fn skill_schema(
     }))
 }
 
-/// The project's saved skills as searches see them (none without a workspace).
+/// A workspace's saved skills as searches see them (none without a workspace).
 pub async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
     let Some(space) = space.cloned() else {
         return Vec::new();

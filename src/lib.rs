@@ -22,8 +22,8 @@
 //!   a tool call leaves, the downstream servers' questions relayed).
 //! - `config`: the server's own settings. `ops`: the audit trail and the metrics.
 //! - `appliance`: the container's relay, healthcheck and posture report.
-//! - `workspace`: what persists between executions, only through the host: the project's
-//!   files, its saved skills.
+//! - `workspace`: what persists between executions, only through the host: files and saved
+//!   skills, the project's and (over HTTP) each principal's.
 //! - `pii`: personal data replaced by per-session tokens on its way to the client, and put
 //!   back in the calls code makes (`pii = "tokenize"`).
 //! - `app`: the assembly of all of it from the settings, shared by every subcommand (`main.rs`
