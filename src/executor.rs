@@ -1,5 +1,6 @@
-//! One execution from request to report: admission (the concurrency limit and the queue), the
-//! client session's workspace ([`workspaces`]), the client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
+//! One execution from request to report: admission (the slots and the queue, shared fairly
+//! between principals: [`admission`]), the client session's workspace ([`workspaces`]), the
+//! client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
 //! of an execution that keeps calling long after its budget, cancellation, the servers its
@@ -16,7 +17,7 @@ use futures::future::BoxFuture;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::{OnceCell, Semaphore};
+use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::sampling::{self, SampleRequest};
@@ -26,7 +27,7 @@ use crate::broker::gate::{
 };
 use crate::broker::{Allowlist, Reach};
 use crate::catalog::directory::{self, ServerList, SkillEntry, Viewer};
-use crate::config::settings::Settings;
+use crate::config::settings::{PrincipalShare, Settings};
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::pii::Vault;
@@ -39,9 +40,11 @@ use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 use crate::workspace::{Space, files, skills};
 
+mod admission;
 mod session;
 mod workspaces;
 
+use admission::Admission;
 pub(crate) use session::STDIO_SESSION;
 pub(crate) use workspaces::{Unavailable, Workspaces};
 
@@ -52,7 +55,8 @@ pub(crate) struct ExecutionRequest {
     pub code: String,
     pub allowed_tools: Vec<String>,
     pub timeout_ms: Option<u64>,
-    /// The client session it runs for (rate limits, audit, its workspace).
+    /// The client session it runs for (rate limits, audit, its share of the slots, its
+    /// workspace).
     pub session: String,
     /// Cancelled when the client cancels the request: the worker is killed.
     pub cancel: CancellationToken,
@@ -185,9 +189,10 @@ pub struct Executor {
     metrics: Arc<Metrics>,
     workspaces: Arc<Workspaces>,
     ids: AtomicU64,
-    slots: Arc<Semaphore>,
-    /// Executions waiting for a slot, and running: the gauges `/metrics` serves.
-    waiting: Gauge,
+    admission: Arc<Admission>,
+    /// What an HTTP principal may hold of the slots and the queue (the stdio client: all).
+    principal_share: PrincipalShare,
+    /// Executions running: the gauge `/metrics` serves (beside the queue's, [`Admission`]'s).
     running: Gauge,
     completed: AtomicU64,
     failed: AtomicU64,
@@ -223,7 +228,12 @@ impl Executor {
                 policy(settings.pool_size_python, false),
                 warm,
             ),
-            slots: Arc::new(Semaphore::new(settings.max_concurrent_executions)),
+            admission: Admission::new(
+                settings.max_concurrent_executions,
+                settings.max_queued_executions,
+                waiting,
+            ),
+            principal_share: settings.principal_share(),
             workspaces: Arc::new(Workspaces::new(&settings, wiring.space)),
             settings,
             gate: wiring.gate,
@@ -231,7 +241,6 @@ impl Executor {
             audit: wiring.audit,
             metrics: wiring.metrics,
             ids: AtomicU64::new(0),
-            waiting,
             running,
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -253,7 +262,7 @@ impl Executor {
                 python_spare,
             },
             running: usize::try_from(self.running.get()).unwrap_or(0),
-            queued: usize::try_from(self.waiting.get()).unwrap_or(0),
+            queued: self.admission.counts().1,
             max_queued: self.settings.max_queued_executions,
             completed: self.completed.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
@@ -384,8 +393,16 @@ impl Executor {
             None => self.settings.default_timeout,
         };
         let ends_by = request.task.map(|task| task.ends_by);
+        let share = if request.session == STDIO_SESSION {
+            PrincipalShare {
+                running: self.settings.max_concurrent_executions,
+                queued: self.settings.max_queued_executions,
+            }
+        } else {
+            self.principal_share
+        };
         let _permit = tokio::select! {
-            permit = self.admit() => match permit {
+            permit = self.admission.admit(&request.session, share) => match permit {
                 Ok(permit) => permit,
                 Err(e) => return fail(e),
             },
@@ -503,28 +520,6 @@ impl Executor {
             worker_pid: process.pid(),
         }
     }
-
-    /// Waits for an execution slot, or refuses at once when the queue is full.
-    async fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, String> {
-        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
-            return Ok(permit);
-        }
-        let queued = usize::try_from(self.waiting.inc()).unwrap_or(0);
-        let _queued = scopeguard(|| {
-            self.waiting.dec();
-        });
-        if queued >= self.settings.max_queued_executions {
-            return Err(format!(
-                "server busy: {} executions running and {} queued; retry shortly",
-                self.settings.max_concurrent_executions, queued
-            ));
-        }
-        self.slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| "server is shutting down".to_string())
-    }
 }
 
 /// The configured servers an execution's `allowedTools` names by their exact name, with
@@ -583,9 +578,6 @@ fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
 impl Readiness for Executor {
     fn readiness(&self) -> Result<Value, String> {
         let counters = self.counters();
-        if self.slots.is_closed() {
-            return Err("shutting down".into());
-        }
         if counters.queued >= counters.max_queued {
             return Err(format!(
                 "busy: {} executions queued (the limit)",

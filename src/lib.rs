@@ -7,10 +7,11 @@
 //!
 //! The data path, one way and back:
 //!
-//! `front` (the rmcp server the client talks to) → `executor` (admission, a fresh worker per
-//! execution) → `sandbox` (the jailed worker process and its private pipe protocol) → host calls
-//! → `broker::gate` (resolve, admit, validate, rate-limit, send, check, shape, record) →
-//! `upstream` (rmcp clients to the downstream servers) → the downstream server.
+//! `front` (the rmcp server the client talks to) → `executor` (admission, fair between
+//! principals; a fresh worker per execution) → `sandbox` (the jailed worker process and its
+//! private pipe protocol) → host calls → `broker::gate` (resolve, admit, validate, rate-limit,
+//! send, check, shape, record) → `upstream` (rmcp clients to the downstream servers) → the
+//! downstream server.
 //!
 //! Beside it:
 //! - `catalog`: what can be learnt about downstream tools (search, signatures, the live
