@@ -1,4 +1,5 @@
-//! One execution from request to report: admission (the concurrency limit and the queue), the
+//! One execution from request to report: admission (the slots and the queue, shared fairly
+//! between principals: [`admission`]), the client session's workspace ([`workspaces`]), the
 //! client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
@@ -16,7 +17,7 @@ use futures::future::BoxFuture;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::Semaphore;
+use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::sampling::{self, SampleRequest};
@@ -26,7 +27,7 @@ use crate::broker::gate::{
 };
 use crate::broker::{Allowlist, Reach};
 use crate::catalog::directory::{self, ServerList, SkillEntry, Viewer};
-use crate::config::settings::Settings;
+use crate::config::settings::{PrincipalShare, Settings};
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
 use crate::pii::Vault;
@@ -39,6 +40,14 @@ use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 use crate::workspace::{Space, files, skills};
 
+mod admission;
+mod session;
+mod workspaces;
+
+use admission::Admission;
+pub(crate) use session::STDIO_SESSION;
+pub(crate) use workspaces::{Unavailable, Workspaces};
+
 /// What the client asked to run.
 #[derive(Debug, Clone)]
 pub(crate) struct ExecutionRequest {
@@ -46,7 +55,8 @@ pub(crate) struct ExecutionRequest {
     pub code: String,
     pub allowed_tools: Vec<String>,
     pub timeout_ms: Option<u64>,
-    /// The client session it runs for (rate limits, audit).
+    /// The client session it runs for (rate limits, audit, its share of the slots, its
+    /// workspace).
     pub session: String,
     /// Cancelled when the client cancels the request: the worker is killed.
     pub cancel: CancellationToken,
@@ -177,11 +187,12 @@ pub struct Executor {
     upstream: Arc<UpstreamPool>,
     audit: Arc<AuditLog>,
     metrics: Arc<Metrics>,
-    space: Option<Arc<Space>>,
+    workspaces: Arc<Workspaces>,
     ids: AtomicU64,
-    slots: Arc<Semaphore>,
-    /// Executions waiting for a slot, and running: the gauges `/metrics` serves.
-    waiting: Gauge,
+    admission: Arc<Admission>,
+    /// What an HTTP principal may hold of the slots and the queue (the stdio client: all).
+    principal_share: PrincipalShare,
+    /// Executions running: the gauge `/metrics` serves (beside the queue's, [`Admission`]'s).
     running: Gauge,
     completed: AtomicU64,
     failed: AtomicU64,
@@ -217,15 +228,19 @@ impl Executor {
                 policy(settings.pool_size_python, false),
                 warm,
             ),
-            slots: Arc::new(Semaphore::new(settings.max_concurrent_executions)),
+            admission: Admission::new(
+                settings.max_concurrent_executions,
+                settings.max_queued_executions,
+                waiting,
+            ),
+            principal_share: settings.principal_share(),
+            workspaces: Arc::new(Workspaces::new(&settings, wiring.space)),
             settings,
             gate: wiring.gate,
             upstream: wiring.upstream,
             audit: wiring.audit,
             metrics: wiring.metrics,
-            space: wiring.space,
             ids: AtomicU64::new(0),
-            waiting,
             running,
             completed: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -247,7 +262,7 @@ impl Executor {
                 python_spare,
             },
             running: usize::try_from(self.running.get()).unwrap_or(0),
-            queued: usize::try_from(self.waiting.get()).unwrap_or(0),
+            queued: self.admission.counts().1,
             max_queued: self.settings.max_queued_executions,
             completed: self.completed.load(Ordering::Relaxed),
             failed: self.failed.load(Ordering::Relaxed),
@@ -300,10 +315,14 @@ impl Executor {
         &self.settings
     }
 
-    /// The project's workspace, when there is one.
-    #[allow(dead_code)] // for the skills in search results
+    /// The project's workspace, when there is one (the command line's `search`).
     pub fn space(&self) -> Option<&Arc<Space>> {
-        self.space.as_ref()
+        self.workspaces.project()
+    }
+
+    /// The workspaces, and whose each client session uses.
+    pub(crate) fn workspaces(&self) -> &Workspaces {
+        &self.workspaces
     }
 
     /// How long the client's answer to a question is waited for.
@@ -374,8 +393,16 @@ impl Executor {
             None => self.settings.default_timeout,
         };
         let ends_by = request.task.map(|task| task.ends_by);
+        let share = if request.session == STDIO_SESSION {
+            PrincipalShare {
+                running: self.settings.max_concurrent_executions,
+                queued: self.settings.max_queued_executions,
+            }
+        } else {
+            self.principal_share
+        };
         let _permit = tokio::select! {
-            permit = self.admit() => match permit {
+            permit = self.admission.admit(&request.session, share) => match permit {
                 Ok(permit) => permit,
                 Err(e) => return fail(e),
             },
@@ -423,12 +450,9 @@ impl Executor {
         let host = Arc::new(HostSide {
             gate: self.gate.clone(),
             upstream: self.upstream.clone(),
-            space: self.space.clone(),
-            no_space: if self.settings.workspace_dir.is_none() {
-                "the workspace is off (setting workspace = false)"
-            } else {
-                "the workspace could not be opened when the server started (see its log); check that workspace_dir is a writable directory"
-            },
+            workspaces: self.workspaces.clone(),
+            session: request.session.clone(),
+            space: OnceCell::new(),
             calls: ExecutionCalls::new(
                 asking,
                 execution_id,
@@ -497,28 +521,6 @@ impl Executor {
             worker_pid: process.pid(),
         }
     }
-
-    /// Waits for an execution slot, or refuses at once when the queue is full.
-    async fn admit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, String> {
-        if let Ok(permit) = self.slots.clone().try_acquire_owned() {
-            return Ok(permit);
-        }
-        let queued = usize::try_from(self.waiting.inc()).unwrap_or(0);
-        let _queued = scopeguard(|| {
-            self.waiting.dec();
-        });
-        if queued >= self.settings.max_queued_executions {
-            return Err(format!(
-                "server busy: {} executions running and {} queued; retry shortly",
-                self.settings.max_concurrent_executions, queued
-            ));
-        }
-        self.slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| "server is shutting down".to_string())
-    }
 }
 
 /// The configured servers an execution's `allowedTools` names by their exact name, with
@@ -577,9 +579,6 @@ fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
 impl Readiness for Executor {
     fn readiness(&self) -> Result<Value, String> {
         let counters = self.counters();
-        if self.slots.is_closed() {
-            return Err("shutting down".into());
-        }
         if counters.queued >= counters.max_queued {
             return Err(format!(
                 "busy: {} executions queued (the limit)",
@@ -596,14 +595,37 @@ impl Readiness for Executor {
 struct HostSide {
     gate: Arc<Gate>,
     upstream: Arc<UpstreamPool>,
-    /// The project's workspace (files and skills), when there is one.
-    space: Option<Arc<Space>>,
-    /// Why there is none: what a workspace call answers then.
-    no_space: &'static str,
+    /// The workspaces, and the client session whose this execution uses (files and skills).
+    workspaces: Arc<Workspaces>,
+    session: String,
+    /// That workspace, once a call needed it (created then when missing).
+    space: OnceCell<Result<Arc<Space>, Unavailable>>,
     calls: ExecutionCalls,
 }
 
 impl HostSide {
+    /// The session's workspace (created when missing), opened once per execution.
+    async fn space(&self) -> Result<Arc<Space>, Unavailable> {
+        self.space
+            .get_or_init(|| async {
+                match self.workspaces.of(&self.session, true).await {
+                    Ok(Some(space)) => Ok(space),
+                    Ok(None) => Err(Unavailable::Failed),
+                    Err(unavailable) => Err(unavailable),
+                }
+            })
+            .await
+            .clone()
+    }
+
+    /// The session's workspace if it has one, for look-ups (which never create one).
+    async fn existing_space(&self) -> Option<Arc<Space>> {
+        match self.space.get() {
+            Some(opened) => opened.clone().ok(),
+            None => self.workspaces.existing(&self.session).await,
+        }
+    }
+
     /// What this execution may call, see and cause to start.
     fn reach(&self) -> Reach<'_> {
         self.calls.reach(self.gate.policy())
@@ -616,11 +638,12 @@ impl HostSide {
         let reach = self.reach();
         match request {
             HostRequest::SearchTools(query) => {
-                let skills = skill_entries(self.space.as_ref()).await;
+                let skills = skill_entries(self.existing_space().await.as_ref()).await;
                 as_value(directory::search_within(&self.upstream, &reach, &query, &skills).await)
             }
             HostRequest::GetToolSchema { name } if skill_module(&name).is_some() => {
-                skill_schema(self.space.clone(), name).await
+                let space = self.space().await.map_err(|u| u.for_skills());
+                skill_schema(space, name).await
             }
             HostRequest::GetToolSchema { name } => {
                 let viewer = Viewer {
@@ -656,11 +679,12 @@ impl HostCalls for HostSide {
                 | HostRequest::GetPrompt { .. }) => self.gate.content(&self.calls, content).await,
                 skill @ (HostRequest::SaveSkill { .. } | HostRequest::LoadSkills { .. }) => {
                     self.calls.spend().map_err(|refusal| refusal.to_string())?;
-                    skill_call(self.space.clone(), skill).await
+                    let space = self.space().await.map_err(|u| u.for_skills());
+                    skill_call(space, skill).await
                 }
                 HostRequest::Workspace(call) => {
                     self.calls.spend().map_err(|refusal| refusal.to_string())?;
-                    let space = self.space.clone().ok_or(self.no_space)?;
+                    let space = self.space().await.map_err(|u| u.for_files())?;
                     tokio::task::spawn_blocking(move || files::answer(&space, call))
                         .await
                         .map_err(|e| format!("workspace: the operation failed: {e}"))?
@@ -681,11 +705,12 @@ const MAX_SKILLS_LOADED: usize = 64;
 /// Most bytes of skill code one `loadSkills` answer carries.
 const MAX_SKILL_BYTES_LOADED: usize = 2 * 1024 * 1024;
 
-/// Saves or loads skills in the project's workspace (file work off the runtime's threads).
-async fn skill_call(space: Option<Arc<Space>>, request: HostRequest) -> Result<Value, String> {
-    let Some(space) = space else {
-        return Err("skills need the workspace, which is off (setting workspace = false)".into());
-    };
+/// Saves or loads skills in the execution's workspace (file work off the runtime's threads).
+async fn skill_call(
+    space: Result<Arc<Space>, String>,
+    request: HostRequest,
+) -> Result<Value, String> {
+    let space = space?;
     let work = move || match request {
         HostRequest::SaveSkill {
             name,
@@ -749,12 +774,10 @@ pub(crate) fn skill_module(asked: &str) -> Option<&str> {
 
 /// `getToolSchema("skills/<name>.ts")`: the skill's description, exports and import line.
 pub(crate) async fn skill_schema(
-    space: Option<Arc<Space>>,
+    space: Result<Arc<Space>, String>,
     asked: String,
 ) -> Result<Value, String> {
-    let Some(space) = space else {
-        return Err("skills need the workspace, which is off (setting workspace = false)".into());
-    };
+    let space = space?;
     let name = skill_module(&asked).unwrap_or_default().to_string();
     let shown = tokio::task::spawn_blocking(move || skills::show(&space, &name))
         .await
@@ -773,7 +796,7 @@ pub(crate) async fn skill_schema(
     }))
 }
 
-/// The project's saved skills as searches see them (none without a workspace).
+/// A workspace's saved skills as searches see them (none without a workspace).
 pub async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
     let Some(space) = space.cloned() else {
         return Vec::new();

@@ -7,10 +7,11 @@
 //!
 //! The data path, one way and back:
 //!
-//! `front` (the rmcp server the client talks to) → `executor` (admission, a fresh worker per
-//! execution) → `sandbox` (the jailed worker process and its private pipe protocol) → host calls
-//! → `broker::gate` (resolve, admit, validate, rate-limit, send, check, shape, record) →
-//! `upstream` (rmcp clients to the downstream servers) → the downstream server.
+//! `front` (the rmcp server the client talks to) → `executor` (admission, fair between
+//! principals; a fresh worker per execution) → `sandbox` (the jailed worker process and its
+//! private pipe protocol) → host calls → `broker::gate` (resolve, admit, validate, rate-limit,
+//! send, check, shape, record) → `upstream` (rmcp clients to the downstream servers) → the
+//! downstream server.
 //!
 //! Beside it:
 //! - `catalog`: what can be learnt about downstream tools (search, signatures, the live
@@ -22,8 +23,8 @@
 //!   a tool call leaves, the downstream servers' questions relayed).
 //! - `config`: the server's own settings. `ops`: the audit trail and the metrics.
 //! - `appliance`: the container's relay, healthcheck and posture report.
-//! - `workspace`: what persists between executions, only through the host: the project's
-//!   files, its saved skills.
+//! - `workspace`: what persists between executions, only through the host: files and saved
+//!   skills, the project's and (over HTTP) each principal's.
 //! - `content`: content blocks' media payloads, for the checkpoints every block passes.
 //! - `pii`: personal data replaced by per-session tokens on its way to the client, and put
 //!   back in the calls code makes (`pii = "tokenize"`).

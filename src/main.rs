@@ -26,6 +26,7 @@ use code_executor::sandbox::snapshot;
 use code_executor::setup::auth::AuthArgs;
 use code_executor::setup::cli::SetupArgs;
 use code_executor::setup::trust::TrustArgs;
+use code_executor::workspace::Owner;
 use code_executor::workspace::cli::WorkspaceArgs;
 use code_executor::workspace::skills_cli::SkillsArgs;
 use code_executor::wrappers::cli::WrappersArgs;
@@ -97,11 +98,12 @@ enum Command {
     /// Generate typed wrapper modules (TypeScript, Python) from the downstream servers' live
     /// tool schemas, for `import * as git from "wrappers/git.ts"` in the sandbox.
     Wrappers(WrappersArgs),
-    /// The project's saved skills (modules code saved with saveSkill): `skills ls`, `skills
-    /// show NAME`, `skills rm NAME`.
+    /// The project's saved skills (modules code saved with saveSkill), or with `--principal
+    /// NAME` an HTTP principal's: `skills ls`, `skills show NAME`, `skills rm NAME`.
     Skills(SkillsArgs),
-    /// The project's workspace files (what sandboxed code keeps with `workspace.writeText`):
-    /// `path`, `ls [PATH]`, `cat PATH`, `rm PATH`.
+    /// The project's workspace files (what sandboxed code keeps with `workspace.writeText`), or
+    /// with `--principal NAME` an HTTP principal's: `path`, `ls [PATH]`, `cat PATH`, `rm PATH`,
+    /// and `principals` (those with a workspace of their own).
     Workspace(WorkspaceArgs),
     /// Install the Deno and Pyodide runtimes (verified by SHA-256) and make the Pyodide snapshot.
     FetchRuntimes {
@@ -222,7 +224,8 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Wrappers(args) => wrappers(settings, args).await,
         Command::Skills(args) => skills(settings, args),
         Command::Workspace(args) => {
-            code_executor::workspace::cli::run(args, &settings)?;
+            let owner = owner(args.principal.as_deref())?;
+            code_executor::workspace::cli::run(args, &settings, &owner)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Setup(args) => setup(settings, args).await,
@@ -588,8 +591,23 @@ async fn wrappers(settings: Settings, args: WrappersArgs) -> Result<ExitCode> {
     })
 }
 
+/// Whose workspace `workspace` and `skills` work on: the project's, or with `--principal` an
+/// HTTP principal's (named as the connection guard names it).
+fn owner(principal: Option<&str>) -> Result<Owner> {
+    Ok(match principal {
+        Some(name) => Owner::Principal(
+            front::guard::Principal::parse(name)
+                .map_err(anyhow::Error::msg)?
+                .as_str()
+                .to_string(),
+        ),
+        None => Owner::Project,
+    })
+}
+
 fn skills(settings: Settings, args: SkillsArgs) -> Result<ExitCode> {
-    let found = code_executor::workspace::skills_cli::run(args, &settings)?;
+    let owner = owner(args.principal.as_deref())?;
+    let found = code_executor::workspace::skills_cli::run(args, &settings, &owner)?;
     Ok(if found {
         ExitCode::SUCCESS
     } else {

@@ -98,6 +98,17 @@ pub(crate) struct RawSettings {
     pub max_concurrent_executions: Option<usize>,
     /// Executions allowed to wait for a slot; beyond that a call is refused as busy. Default 32.
     pub max_queued_executions: Option<usize>,
+    /// Executions one HTTP principal (the token's holders together, or one peer address) may run
+    /// at once; its further ones wait in its own queue, and waiting executions are admitted
+    /// round-robin between principals, so that one principal never holds every slot. Over stdio
+    /// the process's one client may use every slot. Default: half of
+    /// `max_concurrent_executions`, rounded up, when the server has no token (each peer address
+    /// is a principal); all of them with a token (every client is then the one principal).
+    pub max_concurrent_executions_per_principal: Option<usize>,
+    /// Executions one HTTP principal may have waiting for a slot; beyond that its calls are
+    /// refused as busy while other principals' still queue. Default: half of
+    /// `max_queued_executions`, rounded up, without a token; all of them with one.
+    pub max_queued_executions_per_principal: Option<usize>,
     /// Execution isolates each TypeScript worker process keeps prepared (each used for one
     /// execution); with any, one spare process is also kept started. 0 disables both. Default 2.
     pub pool_size_typescript: Option<usize>,
@@ -216,12 +227,29 @@ pub(crate) struct RawSettings {
     /// carries it).
     /// Default 2097152.
     pub workspace_max_file_bytes: Option<u64>,
+    /// Whose workspace (files and skills) an HTTP client uses: `principal`, its principal's own
+    /// (the token's holders together, or one peer address), so that what one client saved never
+    /// runs in another's executions; or `project`, the project's one workspace shared by every
+    /// principal. Over stdio the process's one client uses the project's workspace either way.
+    /// Default `principal`.
+    pub workspace_sharing: Option<WorkspaceSharing>,
     /// Personal data in what reaches the client: `off`, or `tokenize` (replaced by stable
     /// tokens such as `[EMAIL_k7q2xm]`, and put back in tool-call arguments). Default off.
     pub pii: Option<PiiMode>,
     /// The kinds `tokenize` replaces: `email`, `phone`, `card`, `iban`, `national_id`, `ip`.
     /// Default: all of them.
     pub pii_kinds: Option<Vec<PiiKind>>,
+}
+
+/// Whose workspace an HTTP client uses (`workspace_sharing`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkspaceSharing {
+    /// Each principal has a workspace of its own.
+    #[default]
+    Principal,
+    /// Every principal uses the project's workspace.
+    Project,
 }
 
 /// What happens to personal data on its way to the client.
@@ -258,12 +286,21 @@ impl PiiKind {
     ];
 }
 
-/// The project workspace's limits.
+/// The limits of one workspace (the project's, or one principal's): each has its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkspaceQuota {
     pub max_bytes: u64,
     pub max_files: u64,
     pub max_file_bytes: u64,
+}
+
+/// What one principal may hold of the execution slots and of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrincipalShare {
+    /// Executions running at once.
+    pub running: usize,
+    /// Executions waiting for a slot.
+    pub queued: usize,
 }
 
 /// Largest `workspace_max_file_bytes`: a file's bytes cross the worker pipe in one message
@@ -286,6 +323,10 @@ pub struct Settings {
     pub worker_memory_mb: u64,
     pub max_concurrent_executions: usize,
     pub max_queued_executions: usize,
+    /// As set; [`Settings::principal_share`] applies the default.
+    pub max_concurrent_executions_per_principal: Option<usize>,
+    /// As set; [`Settings::principal_share`] applies the default.
+    pub max_queued_executions_per_principal: Option<usize>,
     pub pool_size_typescript: usize,
     pub pool_size_python: usize,
     pub worker_process_executions: u64,
@@ -326,6 +367,7 @@ pub struct Settings {
     /// The project workspace's root directory for all projects, when workspaces are on.
     pub workspace_dir: Option<PathBuf>,
     pub workspace_quota: WorkspaceQuota,
+    pub workspace_sharing: WorkspaceSharing,
     pub pii: PiiMode,
     pub pii_kinds: Vec<PiiKind>,
     /// The settings file that was read, if any.
@@ -419,6 +461,8 @@ impl Settings {
             worker_memory_mb: raw.worker_memory_mb.unwrap_or(1536),
             max_concurrent_executions: raw.max_concurrent_executions.unwrap_or(4),
             max_queued_executions: raw.max_queued_executions.unwrap_or(32),
+            max_concurrent_executions_per_principal: raw.max_concurrent_executions_per_principal,
+            max_queued_executions_per_principal: raw.max_queued_executions_per_principal,
             pool_size_typescript: raw.pool_size_typescript.unwrap_or(2),
             pool_size_python: raw.pool_size_python.unwrap_or(1),
             worker_process_executions: raw.worker_process_executions.unwrap_or(1000),
@@ -476,6 +520,7 @@ impl Settings {
                 max_files: raw.workspace_max_files.unwrap_or(10_000),
                 max_file_bytes: raw.workspace_max_file_bytes.unwrap_or(2 * 1024 * 1024),
             },
+            workspace_sharing: raw.workspace_sharing.unwrap_or_default(),
             pii: raw.pii.unwrap_or_default(),
             pii_kinds: {
                 let mut kinds = raw
@@ -496,6 +541,27 @@ impl Settings {
     /// maps ([`RUNTIME_MEMORY_MB`]).
     pub fn min_worker_memory_mb(&self) -> u64 {
         u64::from(self.heap_limit_mb) + RUNTIME_MEMORY_MB
+    }
+
+    /// What one HTTP principal may hold of the execution slots and of the queue: the settings
+    /// `max_concurrent_executions_per_principal` and `max_queued_executions_per_principal`, by
+    /// default half of each (rounded up) when the server has no token, since each peer address
+    /// is then a principal of its own, and all of each with a token, whose holders are one
+    /// principal with no other to share with.
+    pub fn principal_share(&self) -> PrincipalShare {
+        let (running, queued) = match self.http_token {
+            Some(_) => (self.max_concurrent_executions, self.max_queued_executions),
+            None => (
+                self.max_concurrent_executions.div_ceil(2),
+                self.max_queued_executions.div_ceil(2),
+            ),
+        };
+        PrincipalShare {
+            running: self
+                .max_concurrent_executions_per_principal
+                .unwrap_or(running),
+            queued: self.max_queued_executions_per_principal.unwrap_or(queued),
+        }
     }
 
     fn check(&self) -> Result<(), SettingsError> {
@@ -546,6 +612,24 @@ impl Settings {
         }
         if self.max_concurrent_executions == 0 {
             return invalid("max_concurrent_executions", "must be at least 1");
+        }
+        match self.max_concurrent_executions_per_principal {
+            Some(n) if n == 0 || n > self.max_concurrent_executions => {
+                return invalid(
+                    "max_concurrent_executions_per_principal",
+                    "must be between 1 and max_concurrent_executions",
+                );
+            }
+            _ => {}
+        }
+        match self.max_queued_executions_per_principal {
+            Some(n) if n > self.max_queued_executions => {
+                return invalid(
+                    "max_queued_executions_per_principal",
+                    "must be at most max_queued_executions",
+                );
+            }
+            _ => {}
         }
         if self.tool_call_timeout.is_zero() || self.connect_timeout.is_zero() {
             return invalid("tool_call_timeout_ms", "timeouts must be positive");

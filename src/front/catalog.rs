@@ -75,7 +75,8 @@ pub(super) async fn search(
 ) -> Result<CallToolResult, String> {
     let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
-    let skills = crate::executor::skill_entries(executor.space()).await;
+    let space = executor.workspaces().existing(session).await;
+    let skills = crate::executor::skill_entries(space.as_ref()).await;
     let mut found = directory::search_within(upstream, &reach, &query, &skills)
         .await
         .map_err(|e| e.to_string())?;
@@ -86,11 +87,12 @@ pub(super) async fn search(
 
 pub(super) async fn schema(
     executor: &Executor,
+    session: &str,
     args: SchemaArgs,
 ) -> Result<CallToolResult, String> {
     if crate::executor::skill_module(&args.name).is_some() {
-        let skill =
-            crate::executor::skill_schema(executor.space().cloned(), args.name.clone()).await?;
+        let space = executor.workspaces().for_skills(session).await;
+        let skill = crate::executor::skill_schema(space, args.name.clone()).await?;
         let text = format!(
             "{}\n{}\n{}",
             skill["import"].as_str().unwrap_or_default(),

@@ -96,6 +96,31 @@ impl Principal {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A principal named by the operator (`--principal` of `workspace` and `skills`), as this
+    /// module names them: `http-token:` and the 12 hex digits of the token's fingerprint, or
+    /// `http-peer:` and an IP address (written as the guard writes it, so `::ffff:127.0.0.2`
+    /// is `127.0.0.2`).
+    pub fn parse(name: &str) -> Result<Principal, String> {
+        let refused = || {
+            format!(
+                "`{}` names no principal: write `http-token:<12 hex digits>` or `http-peer:<IP address>`, as the audit log and `code-executor workspace principals` show them",
+                name.escape_debug()
+            )
+        };
+        if let Some(fingerprint) = name.strip_prefix("http-token:") {
+            let hex = fingerprint.len() == 12
+                && fingerprint
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
+            return hex.then(|| Principal(name.to_string())).ok_or_else(refused);
+        }
+        let ip: std::net::IpAddr = name
+            .strip_prefix("http-peer:")
+            .and_then(|ip| ip.parse().ok())
+            .ok_or_else(refused)?;
+        Ok(Principal(format!("http-peer:{}", ip.to_canonical())))
+    }
 }
 
 /// The bearer token a listener requires, kept as its SHA-256 only.
@@ -550,5 +575,31 @@ mod tests {
                 .as_str(),
             "http-peer:127.0.0.1"
         );
+        // An operator names them as the guard does.
+        let named = guard.principal(&headers(good_header()), peer).unwrap();
+        assert_eq!(Principal::parse(named.as_str()), Ok(named));
+        for (name, parsed) in [
+            ("http-peer:127.0.0.2", "http-peer:127.0.0.2"),
+            ("http-peer:::ffff:127.0.0.2", "http-peer:127.0.0.2"),
+            ("http-peer:::1", "http-peer:::1"),
+        ] {
+            assert_eq!(Principal::parse(name).unwrap().as_str(), parsed);
+        }
+        for bad in [
+            "127.0.0.1",
+            "http-peer:localhost",
+            "http-peer:",
+            "http-token:ABCDEF012345",
+            "http-token:0123",
+            "stdio",
+            "http-peer:127.0.0.1/../x",
+        ] {
+            let err = Principal::parse(bad).unwrap_err();
+            assert!(err.contains("names no principal"), "{bad}: {err}");
+        }
+    }
+
+    fn good_header() -> &'static str {
+        "Bearer 0123456789abcdef0123456789abcdef-token"
     }
 }

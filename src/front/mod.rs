@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::ClientLine;
 use crate::ask::client::{Offered, Question};
 use crate::catalog::directory::FailureMentions;
-use crate::executor::{Executor, TaskTime};
+use crate::executor::{Executor, STDIO_SESSION, TaskTime};
 use crate::ops::metrics::Metrics;
 use crate::pii::Pii;
 use crate::sandbox::proto::Language;
@@ -98,7 +98,7 @@ struct Caller {
 /// picks it.
 fn session_of(context: &RequestContext<RoleServer>) -> String {
     let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
-        return "stdio".into();
+        return STDIO_SESSION.into();
     };
     match parts.extensions.get::<guard::Principal>() {
         Some(principal) => principal.as_str().to_string(),
@@ -172,7 +172,7 @@ impl Front {
                     let args = parse(name, args)?;
                     catalog::search(&self.executor, &self.mentions, &caller.session, args).await
                 } else {
-                    catalog::schema(&self.executor, parse(name, args)?).await
+                    catalog::schema(&self.executor, &caller.session, parse(name, args)?).await
                 }?;
                 if let Some(vault) = self.vault(&caller.session) {
                     vault.tokenize_result(&mut result);
@@ -255,7 +255,7 @@ impl Front {
             return self.rounds_line(session, &declared);
         }
         let timeout = self.executor.ask_timeout();
-        let line = if session == "stdio" {
+        let line = if session == STDIO_SESSION {
             let line = ClientLine::requests(context.peer.clone(), timeout);
             self.upstream.set_offered(line.offered());
             line
@@ -288,7 +288,7 @@ impl Front {
             sampling: declared.sampling.is_some(),
             elicitation: declared.elicitation.is_some(),
         };
-        if session == "stdio" {
+        if session == STDIO_SESSION {
             self.upstream.set_offered(offered);
         }
         ClientLine::rounds(offered, self.executor.ask_timeout())

@@ -1,16 +1,21 @@
-//! `code-executor workspace path|ls|cat|rm`: the user's view of the project's workspace files,
-//! through the same path rules and resolver as sandboxed code (`super::files`), so that the
-//! command line cannot be led out of the workspace either. Needs only the settings.
+//! `code-executor workspace path|ls|cat|rm|principals`: the user's view of a workspace's files
+//! (the project's, or with `--principal NAME` an HTTP principal's), through the same path rules
+//! and resolver as sandboxed code (`super::files`), so that the command line cannot be led out
+//! of the workspace either. Needs only the settings.
 
 use std::io::Write;
 
-use super::Space;
 use super::files::{self, Kind};
-use crate::config::settings::Settings;
+use super::{Owner, Space};
+use crate::config::settings::{Settings, WorkspaceSharing};
 
 /// The command-line arguments of `workspace`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkspaceArgs {
+    /// An HTTP principal's workspace instead of the project's: its name as the audit log and
+    /// `workspace principals` show it, `http-token:<fingerprint>` or `http-peer:<address>`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub principal: Option<String>,
     #[command(subcommand)]
     pub command: WorkspaceCommand,
 }
@@ -38,12 +43,34 @@ pub enum WorkspaceCommand {
         /// A file or directory, relative to the workspace root.
         path: String,
     },
+    /// List the HTTP principals that have a workspace of their own in this project.
+    Principals,
 }
 
-/// Runs one `workspace` command.
-pub fn run(args: WorkspaceArgs, settings: &Settings) -> anyhow::Result<()> {
-    let space = Space::open(settings)?
-        .ok_or_else(|| anyhow::anyhow!("the workspace is off (setting workspace = false)"))?;
+/// The workspace of `owner` (the `--principal` given, already checked, or the project):
+/// the project's is created when missing, a principal's must exist.
+pub fn open(settings: &Settings, owner: &Owner) -> anyhow::Result<Space> {
+    let Some(dir) = &settings.workspace_dir else {
+        anyhow::bail!("the workspace is off (setting workspace = false)");
+    };
+    let quota = settings.workspace_quota;
+    match owner {
+        Owner::Project => Ok(Space::open_at(dir, &settings.project_dir, quota)?),
+        Owner::Principal(name) => Space::find(dir, &settings.project_dir, owner, quota)?
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "principal {name} has no workspace in this project (one is made when its code first uses files or skills); `code-executor workspace principals` lists those there are"
+                )
+            }),
+    }
+}
+
+/// Runs one `workspace` command on `owner`'s workspace.
+pub fn run(args: WorkspaceArgs, settings: &Settings, owner: &Owner) -> anyhow::Result<()> {
+    if let WorkspaceCommand::Principals = args.command {
+        return principals(settings);
+    }
+    let space = open(settings, owner)?;
     let mut out = std::io::stdout().lock();
     match args.command {
         WorkspaceCommand::Path => {
@@ -74,6 +101,38 @@ pub fn run(args: WorkspaceArgs, settings: &Settings) -> anyhow::Result<()> {
         }
         WorkspaceCommand::Cat { path } => out.write_all(&files::read(&space, &path)?)?,
         WorkspaceCommand::Rm { path } => files::remove(&space, &path)?,
+        WorkspaceCommand::Principals => {}
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `workspace principals`: each principal with a workspace here, and where its files are.
+fn principals(settings: &Settings) -> anyhow::Result<()> {
+    let Some(dir) = &settings.workspace_dir else {
+        anyhow::bail!("the workspace is off (setting workspace = false)");
+    };
+    let mut out = std::io::stdout().lock();
+    let found = super::principals(dir, &settings.project_dir);
+    if found.is_empty() {
+        writeln!(
+            out,
+            "No HTTP principal has a workspace of its own in this project."
+        )?;
+    }
+    for (name, root) in &found {
+        writeln!(
+            out,
+            "{}  {}",
+            name.escape_debug(),
+            root.join(super::FILES_DIR).display()
+        )?;
+    }
+    if settings.workspace_sharing == WorkspaceSharing::Project {
+        writeln!(
+            out,
+            "(workspace_sharing = \"project\": HTTP clients now use the project's workspace, not these)"
+        )?;
     }
     out.flush()?;
     Ok(())

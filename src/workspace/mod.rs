@@ -1,14 +1,18 @@
-//! The project's workspace: what persists between executions, and only ever through the host.
-//! Sandboxed code has no file-system permission on it; it asks the host over the worker pipe,
-//! and the host resolves every path beneath the project's root with `cap-std` (on Linux
+//! The workspaces: what persists between executions, and only ever through the host.
+//! Sandboxed code has no file-system permission on them; it asks the host over the worker pipe,
+//! and the host resolves every path beneath a workspace's root with `cap-std` (on Linux
 //! `openat2` with `RESOLVE_BENEATH`), so no `..`, absolute path or link leads out of it.
 //!
 //! One directory per project under `workspace_dir` (`<project name>-<hash of its path>`), mode
-//! 0700, holding `files/` (what `workspace.readText(...)` and friends reach) and `skills/`
-//! (modules saved with `saveSkill`). This module owns where a project's workspace is, opening
-//! it as directory capabilities, the lock that serialises the writers of one project across
-//! processes, and the atomic replacement of a file (readers see the old bytes or the new ones,
-//! never part of either).
+//! 0700. A workspace holds `files/` (what `workspace.readText(...)` and friends reach), `skills/`
+//! (modules saved with `saveSkill`) and its `.lock`. The project's own is its directory itself
+//! (the one client of a stdio process, and every principal with `workspace_sharing =
+//! "project"`); each HTTP principal's is `principals/<principal name>-<hash of it>/` beneath it
+//! ([`Owner`]), so no path one owner's code can name reaches another's. This module owns where a
+//! workspace is, opening it as directory capabilities, the lock that serialises the writers of
+//! one workspace across processes, and the atomic replacement of a file (readers see the old
+//! bytes or the new ones, never part of either). Which owner a client session is, is the
+//! executor's decision.
 
 pub mod cli;
 pub mod files;
@@ -26,12 +30,16 @@ use sha2::{Digest, Sha256};
 
 use crate::config::settings::{Settings, WorkspaceQuota};
 
-/// The directory of the files code reads and writes, inside a project's workspace.
+/// The directory of the files code reads and writes, inside a workspace.
 pub const FILES_DIR: &str = "files";
-/// The directory of the saved skills, inside a project's workspace.
+/// The directory of the saved skills, inside a workspace.
 pub const SKILLS_DIR: &str = "skills";
-/// The lock file, inside a project's workspace (beside `files/` and `skills/`).
+/// The lock file, inside a workspace (beside `files/` and `skills/`).
 const LOCK_FILE: &str = ".lock";
+/// The directory of the principals' workspaces, inside a project's.
+pub const PRINCIPALS_DIR: &str = "principals";
+/// The file naming a principal's workspace's owner, inside it (for `workspace principals`).
+const PRINCIPAL_FILE: &str = "principal";
 /// How temporary files of an atomic write begin; never a name code may use.
 pub const TEMP_PREFIX: &str = ".code-executor-tmp-";
 
@@ -50,7 +58,17 @@ pub enum SpaceError {
     },
 }
 
-/// One project's workspace, opened.
+/// Whose workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Owner {
+    /// The project's own workspace.
+    Project,
+    /// One HTTP principal's (its name as the connection guard gives it, e.g.
+    /// `http-peer:127.0.0.1`).
+    Principal(String),
+}
+
+/// One workspace, opened.
 #[derive(Debug)]
 pub struct Space {
     root: PathBuf,
@@ -67,7 +85,7 @@ pub struct SpaceLock {
 }
 
 impl Space {
-    /// The workspace of the settings' project, when workspaces are on (`workspace`).
+    /// The project's workspace of the settings, when workspaces are on (`workspace`).
     pub fn open(settings: &Settings) -> Result<Option<Space>, SpaceError> {
         match &settings.workspace_dir {
             Some(dir) => {
@@ -83,7 +101,18 @@ impl Space {
         project_dir: &Path,
         quota: WorkspaceQuota,
     ) -> Result<Space, SpaceError> {
-        let root = workspace_dir.join(project_key(project_dir));
+        Space::open_owned(workspace_dir, project_dir, &Owner::Project, quota)
+    }
+
+    /// `owner`'s workspace of `project_dir` under `workspace_dir`, created (mode 0700, a
+    /// principal's naming it in its `principal` file) if missing.
+    pub fn open_owned(
+        workspace_dir: &Path,
+        project_dir: &Path,
+        owner: &Owner,
+        quota: WorkspaceQuota,
+    ) -> Result<Space, SpaceError> {
+        let root = root_of(workspace_dir, project_dir, owner);
         let create = |dir: &Path, mode: Option<u32>| {
             let mut builder = std::fs::DirBuilder::new();
             builder.recursive(true);
@@ -107,6 +136,38 @@ impl Space {
         ] {
             create(&dir, Some(0o700))?;
         }
+        let space = Space::opened(root, quota)?;
+        if let Owner::Principal(name) = owner {
+            let named = space.root_dir.read_to_string(PRINCIPAL_FILE).ok();
+            if named.as_deref() != Some(name.as_str()) {
+                replace_file(&space.root_dir, Path::new(PRINCIPAL_FILE), name.as_bytes()).map_err(
+                    |source| SpaceError::Create {
+                        path: space.root.join(PRINCIPAL_FILE),
+                        source,
+                    },
+                )?;
+            }
+        }
+        Ok(space)
+    }
+
+    /// `owner`'s workspace of `project_dir` under `workspace_dir` if it exists; nothing is
+    /// created (for look-ups and the command line).
+    pub fn find(
+        workspace_dir: &Path,
+        project_dir: &Path,
+        owner: &Owner,
+        quota: WorkspaceQuota,
+    ) -> Result<Option<Space>, SpaceError> {
+        let root = root_of(workspace_dir, project_dir, owner);
+        if !root.join(FILES_DIR).is_dir() || !root.join(SKILLS_DIR).is_dir() {
+            return Ok(None);
+        }
+        Space::opened(root, quota).map(Some)
+    }
+
+    /// The workspace at `root`, whose directories exist.
+    fn opened(root: PathBuf, quota: WorkspaceQuota) -> Result<Space, SpaceError> {
         let open = |path: PathBuf| {
             Dir::open_ambient_dir(&path, ambient_authority())
                 .map_err(|source| SpaceError::Open { path, source })
@@ -120,7 +181,7 @@ impl Space {
         })
     }
 
-    /// The project's workspace directory (for the user: `code-executor workspace path`).
+    /// The workspace's directory (for the user: `code-executor workspace path`).
     pub fn root(&self) -> &Path {
         &self.root
     }
@@ -139,7 +200,7 @@ impl Space {
         self.quota
     }
 
-    /// Waits for, then holds, the project's write lock (blocking: call it off the runtime's
+    /// Waits for, then holds, the workspace's write lock (blocking: call it off the runtime's
     /// threads, as every file operation here).
     pub fn exclusive(&self) -> std::io::Result<SpaceLock> {
         let file = self
@@ -153,6 +214,60 @@ impl Space {
             .map_err(|(_, errno)| std::io::Error::from(errno))?;
         Ok(SpaceLock { _lock: lock })
     }
+}
+
+/// The directory of `owner`'s workspace of `project_dir` under `workspace_dir`.
+pub fn root_of(workspace_dir: &Path, project_dir: &Path, owner: &Owner) -> PathBuf {
+    let project = workspace_dir.join(project_key(project_dir));
+    match owner {
+        Owner::Project => project,
+        Owner::Principal(name) => project.join(PRINCIPALS_DIR).join(principal_key(name)),
+    }
+}
+
+/// The name of a principal's workspace directory: the principal's name with `:` written `-`
+/// (letters, digits, `.`, `_` and `-`, at most 64) and 16 hex digits of the SHA-256 of the
+/// whole name, so two principals never share one whatever their names hold.
+pub fn principal_key(name: &str) -> String {
+    let readable: String = name
+        .chars()
+        .map(|c| if c == ':' { '-' } else { c })
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .take(64)
+        .collect();
+    let readable = readable.trim_start_matches('.');
+    let hash = hex::encode(&Sha256::digest(name.as_bytes())[..8]);
+    if readable.is_empty() {
+        hash
+    } else {
+        format!("{readable}-{hash}")
+    }
+}
+
+/// The principals that have a workspace of `project_dir` under `workspace_dir`, by name, with
+/// their workspace's directory (sorted by name). A directory there without a readable name is
+/// listed by its directory name.
+pub fn principals(workspace_dir: &Path, project_dir: &Path) -> Vec<(String, PathBuf)> {
+    let dir = workspace_dir
+        .join(project_key(project_dir))
+        .join(PRINCIPALS_DIR);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| {
+            let path = e.path();
+            let name = std::fs::read_to_string(path.join(PRINCIPAL_FILE))
+                .ok()
+                .filter(|n| n.len() <= 256 && !n.chars().any(char::is_control))
+                .unwrap_or_else(|| e.file_name().to_string_lossy().into_owned());
+            (name, path)
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// The name of a project's workspace directory: the project directory's own name (letters,
@@ -257,5 +372,73 @@ mod tests {
         std::fs::hard_link(&outside, space.root().join(FILES_DIR).join("b.txt")).unwrap();
         replace_file(space.files(), Path::new("b.txt"), b"new").unwrap();
         assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn each_principal_has_a_workspace_of_its_own() {
+        let base = tempfile::tempdir().unwrap();
+        let (workspaces, project) = (base.path().join("ws"), base.path().join("app"));
+        std::fs::create_dir_all(&project).unwrap();
+        let a = Owner::Principal("http-peer:127.0.0.1".into());
+        let b = Owner::Principal("http-peer:127.0.0.2".into());
+        // Nothing is made for a look-up.
+        assert!(
+            Space::find(&workspaces, &project, &a, quota())
+                .unwrap()
+                .is_none()
+        );
+        assert!(!workspaces.exists());
+        let shared = Space::open_at(&workspaces, &project, quota()).unwrap();
+        let space_a = Space::open_owned(&workspaces, &project, &a, quota()).unwrap();
+        let space_b = Space::open_owned(&workspaces, &project, &b, quota()).unwrap();
+        replace_file(space_a.files(), Path::new("notes.md"), b"of a").unwrap();
+        replace_file(space_a.skills(), Path::new("greet.ts"), b"of a").unwrap();
+        for other in [&shared, &space_b] {
+            assert!(other.files().read("notes.md").is_err());
+            assert!(other.skills().read("greet.ts").is_err());
+        }
+        // Beneath the project's, out of reach of the project's files, each private.
+        assert!(
+            space_a
+                .root()
+                .starts_with(shared.root().join(PRINCIPALS_DIR))
+        );
+        assert!(!space_a.root().starts_with(shared.root().join(FILES_DIR)));
+        assert_ne!(space_a.root(), space_b.root());
+        use std::os::unix::fs::PermissionsExt;
+        for dir in [
+            shared.root().join(PRINCIPALS_DIR),
+            space_a.root().to_path_buf(),
+            space_a.root().join(FILES_DIR),
+        ] {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", dir.display());
+        }
+        // Found again, and listed by name.
+        let found = Space::find(&workspaces, &project, &a, quota())
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.files().read("notes.md").unwrap(), b"of a");
+        let listed: Vec<String> = principals(&workspaces, &project)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(listed, ["http-peer:127.0.0.1", "http-peer:127.0.0.2"]);
+    }
+
+    #[test]
+    fn principal_directories_are_readable_and_never_collide() {
+        let key = principal_key("http-peer:127.0.0.1");
+        assert!(key.starts_with("http-peer-127.0.0.1-"), "{key}");
+        assert!(principal_key("http-peer:::1").starts_with("http-peer---1-"));
+        // `:` and `-` read alike, the hash tells them apart.
+        assert_ne!(principal_key("a:b"), principal_key("a-b"));
+        for odd in ["../..", "/etc", "..", "", "a/b\u{0}c"] {
+            let key = principal_key(odd);
+            assert!(
+                !key.contains('/') && !key.starts_with('.') && !key.is_empty(),
+                "{key}"
+            );
+        }
     }
 }

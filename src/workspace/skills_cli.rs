@@ -1,15 +1,20 @@
-//! `code-executor skills ls|show NAME|rm NAME`: the user's view of the project's saved skills
-//! (see [`super::skills`]), read and removed with the same rules the sandbox's API follows.
+//! `code-executor skills ls|show NAME|rm NAME`: the user's view of a workspace's saved skills
+//! (the project's, or with `--principal NAME` an HTTP principal's; see [`super::skills`]), read
+//! and removed with the same rules the sandbox's API follows.
 
 use std::io::Write;
 
-use super::Space;
+use super::Owner;
 use super::skills::{self, SkillMeta};
 use crate::config::settings::Settings;
 
 /// The command-line arguments of `skills`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SkillsArgs {
+    /// An HTTP principal's skills instead of the project's: its name as the audit log and
+    /// `workspace principals` show it, `http-token:<fingerprint>` or `http-peer:<address>`.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub principal: Option<String>,
     #[command(subcommand)]
     pub command: SkillsCommand,
 }
@@ -33,13 +38,14 @@ pub enum SkillsCommand {
     Rm { name: String },
 }
 
-/// Runs `skills`; false when the skill asked for was not there.
-pub fn run(args: SkillsArgs, settings: &Settings) -> anyhow::Result<bool> {
-    let Some(space) = Space::open(settings)? else {
+/// Runs `skills` on `owner`'s workspace; false when the skill asked for was not there.
+pub fn run(args: SkillsArgs, settings: &Settings, owner: &Owner) -> anyhow::Result<bool> {
+    if settings.workspace_dir.is_none() {
         anyhow::bail!(
             "skills need the workspace, which is off (setting workspace = false); turn it on to save and list skills"
         );
-    };
+    }
+    let space = super::cli::open(settings, owner)?;
     let mut out = std::io::stdout().lock();
     match args.command {
         SkillsCommand::Ls { json } => {

@@ -29,9 +29,19 @@ def ws_client(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     c.close()
 
 
+def workspace_cli(c: McpClient) -> tuple[str, ...]:
+    """`code-executor workspace` for the client's workspace: over stdio the project's, over HTTP
+    its principal's (the client's peer address: see test_principal_crossings.py)."""
+    if c.transport == "http":
+        return ("workspace", "--principal", "http-peer:127.0.0.1")
+    return ("workspace",)
+
+
 def files_dir(c: McpClient) -> Path:
     """The workspace's files, as `code-executor workspace path` names them (same settings)."""
-    proc = run_cli(c.e2e, "workspace", "path")
+    if c.transport == "http":
+        ok(c, "await workspace.list()")  # a principal's workspace is made when first used
+    proc = run_cli(c.e2e, *workspace_cli(c), "path")
     assert proc.returncode == 0, proc.stderr
     path = Path(proc.stdout.strip())
     assert path.is_dir() and path.name == "files", path
@@ -200,13 +210,13 @@ def test_a_full_disk(start_server, tmp_path):
 
 def test_the_command_line(ws_client):
     ok(ws_client, "await workspace.writeText('cli/x.txt', 'from code')")
-    e2e = ws_client.e2e
-    ls = run_cli(e2e, "workspace", "ls")
+    e2e, workspace = ws_client.e2e, workspace_cli(ws_client)
+    ls = run_cli(e2e, *workspace, "ls")
     assert ls.returncode == 0 and "cli/x.txt" in ls.stdout and "9" in ls.stdout, ls
-    as_json = json.loads(run_cli(e2e, "workspace", "ls", "--json", "cli").stdout)
+    as_json = json.loads(run_cli(e2e, *workspace, "ls", "--json", "cli").stdout)
     assert as_json["entries"] == [{"path": "cli/x.txt", "kind": "file", "size": 9}]
-    assert run_cli(e2e, "workspace", "cat", "cli/x.txt").stdout == "from code"
-    bad = run_cli(e2e, "workspace", "cat", "../../../etc/passwd")
+    assert run_cli(e2e, *workspace, "cat", "cli/x.txt").stdout == "from code"
+    bad = run_cli(e2e, *workspace, "cat", "../../../etc/passwd")
     assert bad.returncode != 0 and "`..` components are not allowed" in bad.stderr
-    assert run_cli(e2e, "workspace", "rm", "cli").returncode == 0
+    assert run_cli(e2e, *workspace, "rm", "cli").returncode == 0
     refused(run_ts(ws_client, "return await workspace.readText('cli/x.txt')"), "nothing at")

@@ -175,3 +175,102 @@ fn out_of_range_is_refused() {
     let err = Settings::validate(raw, None).unwrap_err().to_string();
     assert!(err.contains("heap_limit_mb"), "{err}");
 }
+
+#[test]
+fn a_principal_gets_half_the_slots_without_a_token_and_all_with_one() {
+    let mut s = Settings::validate(RawSettings::default(), None).unwrap();
+    assert_eq!(
+        s.principal_share(),
+        PrincipalShare {
+            running: 2,
+            queued: 16
+        }
+    );
+    // With a token every client is the one principal: nobody to share with.
+    s.http_token = Some(Secret::new("x".repeat(40)));
+    assert_eq!(
+        s.principal_share(),
+        PrincipalShare {
+            running: 4,
+            queued: 32
+        }
+    );
+    // Odd numbers round up; one slot is one principal's.
+    let raw = RawSettings {
+        max_concurrent_executions: Some(1),
+        max_queued_executions: Some(3),
+        ..Default::default()
+    };
+    let s = Settings::validate(raw, None).unwrap();
+    assert_eq!(
+        s.principal_share(),
+        PrincipalShare {
+            running: 1,
+            queued: 2
+        }
+    );
+    // Set, they hold with a token too.
+    let raw = RawSettings {
+        max_concurrent_executions_per_principal: Some(3),
+        max_queued_executions_per_principal: Some(0),
+        ..Default::default()
+    };
+    let mut s = Settings::validate(raw, None).unwrap();
+    s.http_token = Some(Secret::new("x".repeat(40)));
+    assert_eq!(
+        s.principal_share(),
+        PrincipalShare {
+            running: 3,
+            queued: 0
+        }
+    );
+}
+
+#[test]
+fn a_principals_share_is_within_the_whole() {
+    for (raw, field) in [
+        (
+            RawSettings {
+                max_concurrent_executions_per_principal: Some(0),
+                ..Default::default()
+            },
+            "max_concurrent_executions_per_principal",
+        ),
+        (
+            RawSettings {
+                max_concurrent_executions_per_principal: Some(5),
+                ..Default::default()
+            },
+            "max_concurrent_executions_per_principal",
+        ),
+        (
+            RawSettings {
+                max_queued_executions: Some(4),
+                max_queued_executions_per_principal: Some(5),
+                ..Default::default()
+            },
+            "max_queued_executions_per_principal",
+        ),
+    ] {
+        let err = Settings::validate(raw, None).unwrap_err().to_string();
+        assert!(err.contains(field), "{err}");
+    }
+}
+
+#[test]
+fn workspaces_are_the_principals_unless_shared() {
+    let s = Settings::validate(RawSettings::default(), None).unwrap();
+    assert_eq!(s.workspace_sharing, WorkspaceSharing::Principal);
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("CODE_EXECUTOR_WORKSPACE_SHARING", "project");
+        let s = Settings::load(None).expect("loads");
+        assert_eq!(s.workspace_sharing, WorkspaceSharing::Project);
+        jail.set_env("CODE_EXECUTOR_WORKSPACE_SHARING", "everyone");
+        let err = Settings::load(None).unwrap_err().to_string();
+        assert!(
+            err.contains("WORKSPACE_SHARING") && err.contains("principal"),
+            "{err}"
+        );
+        Ok(())
+    });
+}
