@@ -1,0 +1,267 @@
+"""Crossings through skills and the import guard, refused (issue 30, crossings 1 and 9), through
+the real server over stdio with its workspace on.
+
+Imports: the import rules hold for every module code can reach, whatever form brings it in
+(`import`, `export ... from`, `import()`, `import.defer()`, a skill, a skill's skill, source
+evaluated at run time) and however it is spelled (escaped keywords and specifiers, specifiers
+Deno's URL parser would fold into a refused one, a word the guard's tokenizer reads as text),
+even after the code replaced the built-ins the guard uses. Each refused attempt gets the same
+refusal; nothing an execution started keeps running after its reply (the worker process's CPU
+time, read from /proc, stays still).
+
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import start_client
+from harness import E2EEnv, McpClient, assert_alive, ok, run_ts
+
+SERVERS = ("time",)
+REFUSAL = "refused: code in the sandbox may import only wrappers/<name>.ts"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, ce_binary) -> dict:
+    root = tmp_path_factory.mktemp("skill-crossings")
+    extra = {"CODE_EXECUTOR_WORKSPACE_DIR": str(root / "ws")}
+    client = start_client("stdio", root, SERVERS, extra)
+    yield {"root": root, "client": client, "env": E2EEnv(root, servers=SERVERS, extra_env=extra)}
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def c(world) -> McpClient:
+    return world["client"]
+
+
+def assert_refused(ex, specifier: str) -> None:
+    """The execution failed with the import guard's refusal of `specifier`."""
+    assert not ex.success, ex.describe()
+    assert f"import of {json.dumps(specifier)} {REFUSAL}" in ex.error, ex.describe()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` (all its threads), 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / 100
+
+
+def cpu_over(pid: int, seconds: float = 2.0) -> float:
+    before = cpu_seconds(pid)
+    time.sleep(seconds)
+    return cpu_seconds(pid) - before
+
+
+def save(c: McpClient, name: str, code: str) -> None:
+    ok(c, f"await saveSkill({json.dumps(name)}, {json.dumps(code)});")
+
+
+# --------------------------------------------------------------------------------------------
+# Crossing 1: imports re-exported by a skill
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_skill_re_exporting_node_worker_threads_is_refused_and_leaves_no_thread_running(start_server, tmp_path) -> None:
+    """The issue's repro, on a server of its own (should threads spin, they go with it)."""
+    c = start_server({"CODE_EXECUTOR_WORKSPACE_DIR": str(tmp_path / "ws")}, servers=SERVERS)
+    pid = ok(c, "Deno.pid").result
+    ex = run_ts(c, """
+await saveSkill('wt_export', 'export * as wt from "node:worker_threads";');
+const { wt } = await import('skills/wt_export.ts');
+new wt.Worker('for(;;){}', { eval: true });
+new wt.Worker('for(;;){}', { eval: true });
+""")
+    spent = cpu_over(pid)
+    assert spent < 0.5, f"the worker process spent {spent:.2f} CPU-s in the 2 s after the reply; {ex.describe()}"
+    assert_refused(ex, "node:worker_threads")
+    assert_alive(c)
+
+
+REFUSED_SKILLS = {
+    # name: (the skill, the use the execution makes of it, the specifier refused)
+    "vm": ('export * as vm from "node:vm";', "vm.runInThisContext('1')", "node:vm"),
+    "module_create_require": (
+        'export { createRequire } from "node:module";',
+        "m.createRequire('/x.js')('worker_threads')",
+        "node:module",
+    ),
+    "process_get_builtin_module": (
+        'export { default as proc } from "node:process";',
+        "m.proc.getBuiltinModule('worker_threads')",
+        "node:process",
+    ),
+    "inspector": ('export * from "node:inspector";', "m.Session", "node:inspector"),
+    "repl": ('export * as repl from "node:repl";', "m.repl.start", "node:repl"),
+    "data_module": (
+        'export * from "data:text/javascript,export const spin = () => 1;";',
+        "m.spin()",
+        "data:text/javascript,export const spin = () => 1;",
+    ),
+    "type_only_export": ('export type { Script } from "node:vm";\nexport const a = 1;', "m.a", "node:vm"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_SKILLS))
+def test_a_skill_re_exporting_a_refused_module_is_refused(c, case: str) -> None:
+    skill, use, specifier = REFUSED_SKILLS[case]
+    name = f"re_{case}"
+    ex = run_ts(c, f"await saveSkill({json.dumps(name)}, {json.dumps(skill)});\nconst m = await import('skills/{name}.ts');\n{use}")
+    assert_refused(ex, specifier)
+
+
+def test_a_skill_saved_by_hand_that_re_exports_a_refused_module_is_refused(c, world) -> None:
+    save(c, "by_hand", "export const placeholder = 1;\n")
+    skills = next((world["root"] / "ws").glob("*/skills"))
+    (skills / "by_hand.ts").write_text('export * as wt from "node:worker_threads";\n')
+    ex = run_ts(c, "import { wt } from 'skills/by_hand.ts';\ntypeof wt.Worker")
+    assert_refused(ex, "node:worker_threads")
+
+
+def test_a_skill_re_exporting_a_skill_that_re_exports_a_refused_module_is_refused(c, world) -> None:
+    # Saved in this order the inner skill is refused at save; written by hand it is on disk anyway.
+    save(c, "inner_reexport", "export const placeholder = 1;\n")
+    skills = next((world["root"] / "ws").glob("*/skills"))
+    (skills / "inner_reexport.ts").write_text('export * as wt from "node:worker_threads";\n')
+    save(c, "outer_reexport", 'export * from "skills/inner_reexport.ts";\n')
+    for code in (
+        "import { wt } from 'skills/outer_reexport.ts';\ntypeof wt.Worker",
+        "const m = await import('skills/outer_reexport.ts');\ntypeof m.wt.Worker",
+    ):
+        assert_refused(run_ts(c, code), "node:worker_threads")
+
+
+def test_a_skill_that_re_exports_a_refused_module_is_not_saved(c, world) -> None:
+    ex = run_ts(c, "await saveSkill('refused_at_save', 'export { Worker } from \"node:worker_threads\";');")
+    assert_refused(ex, "node:worker_threads")
+    assert not list((world["root"] / "ws").glob("*/skills/refused_at_save.*"))
+
+
+@pytest.mark.parametrize(
+    "code, specifier",
+    [
+        ('export * from "node:vm";\n1', "node:vm"),
+        ('export { Worker } from "node:worker_threads";\n1', "node:worker_threads"),
+        ('import defer * as vm from "node:vm";\ntypeof vm.runInThisContext', "node:vm"),
+        ('import type { Script } from "node:vm";\n1', "node:vm"),
+    ],
+    ids=["export_star", "export_named", "import_defer", "import_type"],
+)
+def test_a_re_export_or_phase_import_written_directly_in_code_is_refused(c, code: str, specifier: str) -> None:
+    assert_refused(run_ts(c, code), specifier)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "const m = await import.defer('data:text/javascript,export const y = 7');\nm.y",
+        "const m = await (0, eval)('import.defer(\"data:text/javascript,export const y = 7\")');\nm.y",
+        "const m = await new Function('return import.defer(\"data:text/javascript,export const y = 7\")')();\nm.y",
+    ],
+    ids=["in_code", "in_eval", "in_function_constructor"],
+)
+def test_import_defer_of_a_data_module_is_refused(c, code: str) -> None:
+    assert_refused(run_ts(c, code), "data:text/javascript,export const y = 7")
+
+
+def test_an_escaped_import_keyword_is_refused(c) -> None:
+    # TypeScript's parser reads `\u0069mport(...)` as a call of `import`, and emits it so.
+    for code in (
+        "const m = await \\u0069mport('node:vm');\ntypeof m.runInThisContext",
+        "const m = await \\u{69}mport.defer('node:vm');\ntypeof m.runInThisContext",
+    ):
+        assert_refused(run_ts(c, code), "node:vm")
+    save(c, "escaped_keyword", "export const load = () => \\u0069mport('node:vm');\n")
+    assert_refused(run_ts(c, "import { load } from 'skills/escaped_keyword.ts';\ntypeof (await load()).runInThisContext"), "node:vm")
+
+
+@pytest.mark.parametrize(
+    "specifier",
+    ["node:vm ", "node:v\tm", "node:vm\n", "node:worker_threads "],
+    ids=["trailing_space", "tab_inside", "trailing_newline", "worker_threads_trailing_space"],
+)
+def test_a_node_specifier_the_url_parser_would_fold_into_a_refused_one_is_refused(c, specifier: str) -> None:
+    dynamic = f"const m = await import({json.dumps(specifier)});\nObject.keys(m).length"
+    assert_refused(run_ts(c, dynamic), specifier)
+    static = f"import * as m from {json.dumps(specifier)};\nObject.keys(m).length"
+    # Written in a string literal, a tab or line break is an escape: refused as written.
+    assert_refused(run_ts(c, static), json.dumps(specifier)[1:-1])
+
+
+def test_an_escaped_specifier_is_refused(c) -> None:
+    assert_refused(run_ts(c, "import * as m from 'node:\\u0076m';\ntypeof m.runInThisContext"), "node:\\u0076m")
+    ex = run_ts(c, "await saveSkill('escaped_spec', 'export * from \"node:\\\\x76m\";');")
+    assert_refused(ex, "node:\\x76m")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "let of = 2; let p; of /(p = import('node:vm'))/ 1;\ntypeof (await p).runInThisContext",
+        "const a = { return: 2 }; let p; a.return /(p = import('node:vm'))/ 1;\ntypeof (await p).runInThisContext",
+        "const s = ''; let p; if (s) /'/.test(s); p = import('node:vm'); '';\ntypeof (await p).runInThisContext",
+    ],
+    ids=["of_divided", "keyword_property_divided", "regex_after_if"],
+)
+def test_an_import_the_guard_reads_as_text_loads_nothing(c, code: str) -> None:
+    """The guard's tokenizer takes these divisions for regexes (or the reverse) and sees no
+    `import(`; whatever it sees, no module is loaded."""
+    ex = run_ts(c, code)
+    assert not ex.success and ex.result != "function", ex.describe()
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "Set.prototype.has = () => false;\nconst m = await import('node:vm');\ntypeof m.runInThisContext",
+        "String.prototype.includes = () => false;\nconst m = await eval('import(\"node:vm\")');\ntypeof m.runInThisContext",
+    ],
+    ids=["set_has", "string_includes"],
+)
+def test_built_ins_replaced_by_the_code_do_not_switch_the_guard_off(c, code: str) -> None:
+    assert_refused(run_ts(c, code), "node:vm")
+
+
+def test_a_replaced_array_map_does_not_change_what_the_function_constructor_compiles(c) -> None:
+    ex = run_ts(c, """const map = Array.prototype.map;
+Array.prototype.map = function () { return ['return import("node:vm")']; };
+const f = new Function('return 42');
+Array.prototype.map = map;
+typeof (await f())""")
+    assert ex.success and ex.result == "number", ex.describe()
+
+
+def test_saving_a_skill_that_closes_its_check_early_runs_no_unguarded_import(c) -> None:
+    """The save-time check compiles the skill as a function's body; a skill that closes that
+    function runs its remaining statements at the top level, still guarded."""
+    ex = run_ts(c, "await saveSkill('closes_early', '}; globalThis.leak = import(\"node:vm\"); function z() {');\n"
+                "typeof (await globalThis.leak).runInThisContext")
+    assert_refused(ex, "node:vm")
+
+
+def test_typescript_import_equals_require_loads_nothing(c) -> None:
+    for code in ("import vm = require('node:vm');\ntypeof vm", "export import vm = require('node:vm');\n1"):
+        ex = run_ts(c, code)
+        assert not ex.success and ex.result != "object", ex.describe()
+    ex = run_ts(c, "await saveSkill('import_equals', 'import vm = require(\"node:vm\");\\nexport const t = typeof vm;');")
+    assert not ex.success and "not saved" in ex.error, ex.describe()
+
+
+def test_what_the_sandbox_offers_still_loads_through_every_form(c) -> None:
+    save(c, "base_value", "export const base = 20;\n")
+    save(c, "reexports", 'export * from "skills/base_value.ts";\nexport * as path from "node:path";\n'
+         'export { join } from "node:path";\nexport type { ParsedPath } from "node:path";\n')
+    ex = ok(c, """import { base, path, join } from "skills/reexports.ts";
+const d = await import.defer("node:path");
+const text = "import export: " + `import ${1}`;
+[base + 1, path.join("a", "b"), join("c", "d"), d.basename("/x/y"), text, /^import$/.test("import")]""")
+    assert ex.result == [21, "a/b", "c/d", "y", "import export: import 1", True], ex.describe()
+
