@@ -75,8 +75,7 @@ pub(super) async fn search(
 ) -> Result<CallToolResult, String> {
     let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
-    let skills = crate::executor::skill_entries(executor.space()).await;
-    let mut found = directory::search_within(upstream, &reach, &query, &skills)
+    let mut found = crate::executor::search_catalog(upstream, &reach, executor.space(), &query)
         .await
         .map_err(|e| e.to_string())?;
     mentions.mention_once(upstream, session, &query, &mut found);

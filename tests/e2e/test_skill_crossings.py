@@ -9,18 +9,22 @@ even after the code replaced the built-ins the guard uses. Each refused attempt 
 refusal; nothing an execution started keeps running after its reply (the worker process's CPU
 time, read from /proc, stays still).
 
+Search: answers are bounded whatever skills hold (measured as the client receives them: the
+JSON of the CallToolResult), and control characters from code-written skills never reach them.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+import harness
 from conftest import start_client
-from harness import E2EEnv, McpClient, assert_alive, ok, run_ts
+from harness import E2EEnv, McpClient, assert_alive, ok, run_cli, run_ts
 
 SERVERS = ("time",)
 REFUSAL = "refused: code in the sandbox may import only wrappers/<name>.ts"
@@ -265,3 +269,144 @@ const text = "import export: " + `import ${1}`;
 [base + 1, path.join("a", "b"), join("c", "d"), d.basename("/x/y"), text, /^import$/.test("import")]""")
     assert ex.result == [21, "a/b", "c/d", "y", "import export: import 1", True], ex.describe()
 
+
+# --------------------------------------------------------------------------------------------
+# Crossing 9: skills make searchTools answers unbounded
+# --------------------------------------------------------------------------------------------
+
+# The bound docs/interface.md states for a search answer's matches (JSON bytes).
+MAX_MATCHES_BYTES = 32 * 1024
+# What the client receives for one search answer (structuredContent, the text block, the JSON
+# around them) stays under this.
+MAX_ANSWER_BYTES = 80_000
+
+WIDGETS = """
+const sig = (k, i) => `export function widget_${k}_${i}_${"w".repeat(40)}(first_argument: string, second_argument: number, third: Record<string, unknown>): Promise<Array<Record<string, string>>> { return Promise.resolve([]); }`;
+for (let k = 0; k < 12; k++) {
+  const code = Array.from({ length: 64 }, (_, i) => sig(k, i)).join("\\n") + "\\n";
+  const saved = await saveSkill(`widgets_${k}`, code, { description: "Widget helpers: " + "widget gadget ".repeat(60) });
+  if (saved.exports.length !== 64) throw new Error(`saved ${saved.exports.length} exports`);
+}
+"""
+
+
+def received(raw) -> int:
+    """Bytes of a tool result as the client receives it: the JSON of the CallToolResult."""
+    return len(raw.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def matches_bytes(sc: dict) -> int:
+    return len(json.dumps(sc["matches"], separators=(",", ":"), ensure_ascii=False).encode())
+
+
+@pytest.fixture(scope="module")
+def widgets(c) -> None:
+    ok(c, WIDGETS)
+
+
+def test_twelve_skills_with_64_exports_each_keep_search_answers_bounded(c, widgets) -> None:
+    sizes = {}
+    for detail in ("summary", "full"):
+        raw = c.call("searchTools", {"query": "widget helpers", "limit": 100, "detail": detail})
+        sc = raw.structured_content
+        sizes[detail] = received(raw)
+        assert sizes[detail] < MAX_ANSWER_BYTES and matches_bytes(sc) <= MAX_MATCHES_BYTES + 2, (detail, sizes)
+        skills = [m for m in sc["matches"] if m.get("kind") == "skill"]
+        assert skills and all(m["exportCount"] == 64 for m in skills), sc["matches"][:1]
+        if detail == "summary":
+            # A summary names each skill once: its description's first line, its import line, a count.
+            assert len(skills) == 12 and all("exports" not in m for m in skills), skills[:1]
+            assert "(64 exported signatures)" in raw.content[0].text
+        else:
+            assert all(len(m["exports"]) <= 16 for m in skills), skills[:1]
+            assert all(len(e) <= 240 for m in skills for e in m["exports"]), skills[:1]
+            assert "…and 48 more" in raw.content[0].text
+            assert sc.get("omitted", 0) + len(skills) == 12, sc.get("omitted")
+            if sc.get("omitted"):
+                assert "left out" in raw.content[0].text
+    print(f"searchTools answers with 12 skills x 64 exports: {sizes}")
+
+
+def test_search_answers_for_code_and_the_operator_are_bounded_alike(c, world, widgets) -> None:
+    ex = ok(c, """const r = await searchTools("widget helpers", { limit: 100, detail: "full" });
+const s = await getToolSchema("skills/widgets_0.ts");
+return { search: JSON.stringify(r).length, schema: JSON.stringify(s).length, exports: s.exports.length, count: s.exportCount };""")
+    assert ex.result["search"] <= MAX_MATCHES_BYTES + 4096, ex.describe()
+    assert ex.result["exports"] == 64 == ex.result["count"] and ex.result["schema"] < 48_000, ex.describe()
+    raw = c.call("getToolSchema", {"name": "skills/widgets_0.ts"})
+    assert received(raw) < 2 * 48_000, received(raw)
+    out = run_cli(world["env"], "search", "widget helpers", "--detail", "full", "--limit", "100")
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.encode()) < MAX_MATCHES_BYTES + 8192 and "…and 48 more" in out.stdout, len(out.stdout)
+
+
+FORBIDDEN = ("\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\u2069")
+
+
+def strings_in(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *strings_in(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return []
+
+
+def assert_clean(raw_or_value, what: str) -> None:
+    """No control or bidirectional formatting character in anything the client gets."""
+    if hasattr(raw_or_value, "structured_content"):
+        texts = strings_in(raw_or_value.structured_content) + [b.text for b in raw_or_value.content]
+    else:
+        texts = strings_in(raw_or_value)
+    bad = [(t[:80], [hex(ord(ch)) for ch in FORBIDDEN if ch in t]) for t in texts if any(ch in t for ch in FORBIDDEN)]
+    assert not bad, f"{what}: {bad}"
+
+
+PAINTED_SKILL = (
+    'export function paint(colour = "\x1b[31m\x07red\x9b"): string {\n  return colour;\n}\n'
+    'export const flip = (s = "\u202e\u2066abc\u2069"): string => s;\n'
+)
+
+
+def test_control_and_bidi_characters_in_a_skill_never_reach_answers(c, world) -> None:
+    ok(c, f"await saveSkill('painted_skill', {json.dumps(PAINTED_SKILL)}, {{description: 'Paints\\u202e\\u2066 walls red'}});")
+    for detail in ("name", "summary", "full"):
+        raw = c.call("searchTools", {"query": "paints walls red", "detail": detail})
+        assert raw.structured_content["matches"][0]["name"] == "skills/painted_skill.ts", raw.structured_content
+        assert_clean(raw, f"searchTools {detail}")
+    raw = c.call("searchTools", {"query": "paints walls red", "detail": "full"})
+    top = raw.structured_content["matches"][0]
+    assert top["description"] == "Paints walls red" and 'colour = "[31mred"' in top["exports"][0], top
+    schema = c.call("getToolSchema", {"name": "skills/painted_skill.ts"})
+    assert_clean(schema, "getToolSchema")
+    ex = ok(c, """return [await searchTools("paints walls red", { detail: "full" }), await getToolSchema("skills/painted_skill.ts")];""")
+    assert_clean(ex.result, "from code")
+    out = run_cli(world["env"], "search", "paints walls red", "--detail", "full")
+    assert out.returncode == 0 and "painted_skill" in out.stdout, out.stderr
+    assert_clean(out.stdout, "code-executor search")
+    # The skill itself is unchanged: its code keeps the characters it was written with.
+    ex = ok(c, "import { paint } from 'skills/painted_skill.ts';\nreturn paint().length;")
+    assert ex.result == len("\x1b[31m\x07red\x9b"), ex.describe()
+
+
+def test_control_and_bidi_characters_in_a_downstream_tools_description_never_reach_answers(start_server, tmp_path) -> None:
+    root = tmp_path / "painted"
+    e2e = E2EEnv(root, servers=())
+    painted = {"command": sys.executable, "args": [str(harness.SERVERS_DIR / "painted_server.py")]}
+    e2e.config_path.write_text(json.dumps({"mcpServers": {"painted": painted}}))
+    client = McpClient("stdio", e2e, root / "code-executor-stdio.log")
+    start_server.clients.append(client)
+    client.start()
+    for detail in ("summary", "full"):
+        raw = client.call("searchTools", {"query": "paint a wall", "detail": detail})
+        assert raw.structured_content["matches"][0]["name"] == "mcp__painted__paint", raw.structured_content
+        assert_clean(raw, f"searchTools {detail}")
+    # getToolSchema: its description, signature and text (the JSON Schema itself is the tool's own,
+    # and its property names are what the tool takes).
+    schema = client.call("getToolSchema", {"name": "mcp__painted__paint"})
+    sc = schema.structured_content
+    assert_clean([sc["description"], sc["signature"], schema.content[0].text], "getToolSchema")
+    ex = ok(client, 'return await searchTools("paint a wall", { detail: "full" });', allowed=["mcp__painted__*"])
+    assert_clean(ex.result, "from code")
+    assert "in colour (painted text)" in ex.result["matches"][0]["description"], ex.describe()
