@@ -220,6 +220,7 @@ def test_an_import_the_guard_reads_as_text_loads_nothing(c, code: str) -> None:
     `import(`; whatever it sees, no module is loaded."""
     ex = run_ts(c, code)
     assert not ex.success and ex.result != "function", ex.describe()
+    assert "the sandbox spelled `import` or `export` as" in ex.error, ex.describe()
 
 
 @pytest.mark.parametrize(
