@@ -143,6 +143,7 @@ function declarationRanges(tokens) {
   let r = 0;
   for (let k = 0; k < tokens.length; k++) {
     const tok = tokens[k];
+    while (r < refs.length && refs[r].s < tok.s) r++;
     if (r < refs.length && refs[r].s === tok.s) {
       append(ranges, [refs[r].s, refs[r].e]);
       while (k + 1 < tokens.length && tokens[k + 1].s < refs[r].e) k++;
