@@ -26,7 +26,9 @@ use crate::broker::gate::{
     CallCounts, CallReport, ExecutionCalls, Gate, OtherToolCalls, ToolCallStat,
 };
 use crate::broker::{Allowlist, Reach};
-use crate::catalog::directory::{self, ServerList, SkillEntry, Viewer};
+use crate::catalog::directory::{
+    self, LookupError, SearchQuery, SearchResult, ServerList, SkillEntry, Viewer,
+};
 use crate::config::settings::{PrincipalShare, Settings};
 use crate::ops::audit::{self, AuditLog, ExecutionRecord};
 use crate::ops::metrics::{Metrics, Readiness};
@@ -638,8 +640,8 @@ impl HostSide {
         let reach = self.reach();
         match request {
             HostRequest::SearchTools(query) => {
-                let skills = skill_entries(self.existing_space().await.as_ref()).await;
-                as_value(directory::search_within(&self.upstream, &reach, &query, &skills).await)
+                let space = self.existing_space().await;
+                as_value(search_catalog(&self.upstream, &reach, space.as_ref(), &query).await)
             }
             HostRequest::GetToolSchema { name } if skill_module(&name).is_some() => {
                 let space = self.space().await.map_err(|u| u.for_skills());
@@ -772,7 +774,8 @@ pub(crate) fn skill_module(asked: &str) -> Option<&str> {
     )
 }
 
-/// `getToolSchema("skills/<name>.ts")`: the skill's description, exports and import line.
+/// `getToolSchema("skills/<name>.ts")`: the skill's description, exports and import line, as
+/// `directory::skill_schema` shows them.
 pub(crate) async fn skill_schema(
     space: Result<Arc<Space>, String>,
     asked: String,
@@ -783,21 +786,24 @@ pub(crate) async fn skill_schema(
         .await
         .map_err(|e| format!("skills: {e}"))?
         .map_err(|e| e.to_string())?;
-    let meta = shown.0;
-    Ok(serde_json::json!({
-        "name": meta.module(),
-        "kind": "skill",
-        "language": meta.language,
-        "description": meta.description,
-        "import": meta.import_line(),
-        "exports": meta.exports,
-        "signature": meta.exports.join("\n"),
-        "savedAt": meta.saved_at,
-    }))
+    Ok(directory::skill_schema(&skill_entry(shown.0)))
 }
 
-/// A workspace's saved skills as searches see them (none without a workspace).
-pub async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
+/// A saved skill as the catalogue sees it.
+fn skill_entry(meta: skills::SkillMeta) -> SkillEntry {
+    SkillEntry {
+        module: meta.module(),
+        import: meta.import_line(),
+        language: meta.language.as_str(),
+        name: meta.name,
+        description: meta.description,
+        exports: meta.exports,
+        saved_at: meta.saved_at,
+    }
+}
+
+/// The project's saved skills as searches see them (none without a workspace).
+async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
     let Some(space) = space.cloned() else {
         return Vec::new();
     };
@@ -805,15 +811,31 @@ pub async fn skill_entries(space: Option<&Arc<Space>>) -> Vec<SkillEntry> {
     listed
         .unwrap_or_default()
         .into_iter()
-        .map(|meta| SkillEntry {
-            module: meta.module(),
-            import: meta.import_line(),
-            language: meta.language.as_str(),
-            name: meta.name,
-            description: meta.description,
-            exports: meta.exports,
-        })
+        .map(skill_entry)
         .collect()
+}
+
+/// A search of the downstream tools `reach` may call and of the project's skills in `space`:
+/// how the LLM's (`searchTools`), code's (`searchTools`, `search_tools`) and the operator's
+/// (`code-executor search`) searches are all answered.
+pub(crate) async fn search_catalog(
+    upstream: &UpstreamPool,
+    reach: &Reach<'_>,
+    space: Option<&Arc<Space>>,
+    query: &SearchQuery,
+) -> Result<SearchResult, LookupError> {
+    let skills = skill_entries(space).await;
+    directory::search_within(upstream, reach, query, &skills).await
+}
+
+/// The operator's search (`code-executor search`): every tool, every server connected as
+/// needed, and the project's skills.
+pub async fn search_everything(
+    upstream: &UpstreamPool,
+    space: Option<&Arc<Space>>,
+    query: &SearchQuery,
+) -> Result<SearchResult, LookupError> {
+    search_catalog(upstream, &Reach::everything(), space, query).await
 }
 
 /// A look-up's answer as the JSON the code receives, or its error's message.

@@ -451,8 +451,8 @@ async fn search(
         Some(limit),
         detail,
     );
-    let skills = code_executor::executor::skill_entries(app.executor.space()).await;
-    let found = directory::search(pool, &query, &skills).await?;
+    let found =
+        code_executor::executor::search_everything(pool, app.executor.space(), &query).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&found)?);
     } else {

@@ -12,6 +12,11 @@
 //!
 //! The server list also names the servers a project brings that wait for the user's approval
 //! ([`set_needs_approval`]): they are not in the pool, so nothing here can start them.
+//!
+//! What a search shows is bounded whatever the catalogue holds (a skill's exports, each
+//! description and signature, and the whole answer: [`MAX_MATCHES_BYTES`]), and text that
+//! code or a downstream server wrote reaches it cleaned for an LLM (`text::for_llm`): every
+//! match, the LLM's, code's and the operator's, is made here.
 
 use std::collections::HashMap;
 
@@ -20,10 +25,25 @@ use serde_json::Value;
 
 use crate::broker::Reach;
 use crate::catalog::{self, CatalogEntry, suggest};
+use crate::text;
 use crate::upstream::{ServerStatus, UpstreamError, UpstreamPool};
 
 /// Descriptions in search results are cut to this many characters.
 const SUMMARY_CHARS: usize = 120;
+/// Descriptions at `full` detail are cut to this many characters (`getToolSchema` has them whole).
+const FULL_DESCRIPTION_CHARS: usize = 2000;
+/// A tool's TypeScript signature at `full` detail is cut to this many characters.
+const FULL_SIGNATURE_CHARS: usize = 2000;
+/// A skill's exported signature is cut to this many characters wherever it is shown.
+const EXPORT_CHARS: usize = 240;
+/// Most exported signatures of one skill a search shows (`full` detail; `summary` shows none,
+/// only their number); `getToolSchema` shows [`SCHEMA_EXPORTS`].
+const SEARCH_EXPORTS: usize = 16;
+/// Most exported signatures `getToolSchema` shows of one skill.
+const SCHEMA_EXPORTS: usize = 64;
+/// The most bytes of JSON a search answer's matches take: later matches are left out and
+/// counted ([`SearchResult::omitted`]), whatever the number of skills and tools.
+pub(crate) const MAX_MATCHES_BYTES: usize = 32 * 1024;
 /// Longest search query accepted, in bytes.
 pub(crate) const MAX_QUERY_BYTES: usize = 1024;
 /// Most distinct words a search query may hold.
@@ -118,9 +138,12 @@ pub struct Match {
     pub import: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// A skill's exported signatures (not at `name` detail).
+    /// A skill's exported signatures (at `full` detail, at most [`SEARCH_EXPORTS`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exports: Option<Vec<String>>,
+    /// How many signatures a skill exports (beyond `name` detail).
+    #[serde(rename = "exportCount", skip_serializing_if = "Option::is_none")]
+    pub export_count: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }
@@ -138,6 +161,8 @@ pub struct SkillEntry {
     pub exports: Vec<String>,
     /// How code imports it.
     pub import: String,
+    /// When it was saved (RFC 3339; empty if unknown).
+    pub saved_at: String,
 }
 
 /// The server name skills are searched under (a query word `skill` finds them all).
@@ -162,6 +187,13 @@ pub struct SearchResult {
     /// Configured servers not searched (nor started): none of their tools may be called here.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_searched: Vec<String>,
+    /// Matches left out to keep the answer within [`MAX_MATCHES_BYTES`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub omitted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl SearchResult {
@@ -184,12 +216,28 @@ impl SearchResult {
             if let Some(import) = &m.import {
                 lines.push(format!("    {import}"));
             }
+            let shown = m.exports.as_ref().map_or(0, Vec::len);
             for export in m.exports.iter().flatten() {
                 lines.push(format!("    {export}"));
+            }
+            match m.export_count {
+                Some(n) if m.exports.is_none() && n > 0 => {
+                    lines.push(format!("    ({n} exported signature{})", plural(n)));
+                }
+                Some(n) if n > shown => lines.push(format!("    …and {} more", n - shown)),
+                _ => {}
             }
         }
         if lines.is_empty() {
             lines.push(format!("No tool matches `{query}`."));
+        }
+        if self.omitted > 0 {
+            lines.push(format!(
+                "({} more match{} left out: the answer holds at most {} KiB; search with more words, a lower limit or less detail)",
+                self.omitted,
+                if self.omitted == 1 { "" } else { "es" },
+                MAX_MATCHES_BYTES / 1024
+            ));
         }
         if !self.connected.is_empty() {
             lines.push(format!(
@@ -225,16 +273,6 @@ pub(crate) struct ToolSchema {
     pub input_schema: Value,
     pub output_schema: Option<Value>,
     pub signature: String,
-}
-
-/// Searches the tools of every server (or of one) and the project's `skills` for the operator:
-/// every tool, every server connected as needed (`search_within` with `Reach::everything()`).
-pub async fn search(
-    pool: &UpstreamPool,
-    query: &SearchQuery,
-    skills: &[SkillEntry],
-) -> Result<SearchResult, LookupError> {
-    search_within(pool, &Reach::everything(), query, skills).await
 }
 
 /// Refuses a query too large to search.
@@ -332,68 +370,117 @@ pub(crate) async fn search_within(
             {
                 return skill_match(skill, detail);
             }
-            let (description, signature) = match detail {
-                Detail::Name => (None, None),
-                Detail::Summary => (
-                    Some(catalog::one_line(Some(&e.description), SUMMARY_CHARS)),
-                    None,
-                ),
-                Detail::Full => {
-                    let signature = tools_by_name
-                        .get(&e.server)
-                        .and_then(|tools| tools.iter().find(|t| t.name == e.tool))
-                        .map(|t| {
-                            catalog::signature(&e.tool, &t.input_schema, t.output_schema.as_deref())
-                        });
-                    (Some(e.description.trim().to_string()), signature)
-                }
-            };
+            let signature = (detail == Detail::Full)
+                .then(|| tools_by_name.get(&e.server))
+                .flatten()
+                .and_then(|tools| tools.iter().find(|t| t.name == e.tool))
+                .map(|t| {
+                    let full =
+                        catalog::signature(&e.tool, &t.input_schema, t.output_schema.as_deref());
+                    shown(&full, FULL_SIGNATURE_CHARS)
+                });
             Match {
-                name: e.qualified(),
-                server: e.server.clone(),
-                tool: e.tool.clone(),
+                name: shown(&e.qualified(), usize::MAX),
+                server: shown(&e.server, usize::MAX),
+                tool: shown(&e.tool, usize::MAX),
                 kind: None,
                 language: None,
                 import: None,
-                description,
+                description: description_at(&e.description, detail),
                 exports: None,
+                export_count: None,
                 signature,
             }
         })
         .collect();
+    let (matches, omitted) = within_bound(matches);
     Ok(SearchResult {
         matches,
         unavailable,
         connected,
         not_searched: not_searched.into_iter().map(|s| s.name.clone()).collect(),
+        omitted,
     })
 }
 
-/// A skill's match, with as much as `detail` asks: its name and import line always, its
-/// description (one line at `summary`) and exported signatures beyond `name`.
+/// `text` as an answer shows it: cleaned for an LLM ([`text::for_llm`]), at most `max`
+/// characters.
+fn shown(text: &str, max: usize) -> String {
+    text::clip_chars(&text::for_llm(text), max).into_owned()
+}
+
+/// A description as `detail` shows it: none, its first line, or (cut) the whole of it.
+fn description_at(description: &str, detail: Detail) -> Option<String> {
+    match detail {
+        Detail::Name => None,
+        Detail::Summary => Some(catalog::one_line(
+            Some(text::for_llm(description).as_ref()),
+            SUMMARY_CHARS,
+        )),
+        Detail::Full => Some(shown(description.trim(), FULL_DESCRIPTION_CHARS)),
+    }
+}
+
+/// The first `max` of a skill's exported signatures, as shown.
+fn exports_shown(skill: &SkillEntry, max: usize) -> Vec<String> {
+    skill
+        .exports
+        .iter()
+        .take(max)
+        .map(|e| shown(e, EXPORT_CHARS))
+        .collect()
+}
+
+/// A skill's match, with as much as `detail` asks: its name and import line always; beyond
+/// `name`, its description (one line at `summary`) and how many signatures it exports; at
+/// `full`, the first [`SEARCH_EXPORTS`] of them.
 fn skill_match(skill: &SkillEntry, detail: Detail) -> Match {
-    let (description, exports) = match detail {
-        Detail::Name => (None, None),
-        Detail::Summary => (
-            Some(catalog::one_line(Some(&skill.description), SUMMARY_CHARS)),
-            Some(skill.exports.clone()),
-        ),
-        Detail::Full => (
-            Some(skill.description.trim().to_string()),
-            Some(skill.exports.clone()),
-        ),
-    };
     Match {
-        name: skill.module.clone(),
+        name: shown(&skill.module, usize::MAX),
         server: String::new(),
         tool: String::new(),
         kind: Some("skill"),
         language: Some(skill.language),
-        import: Some(skill.import.clone()),
-        description,
-        exports,
+        import: Some(shown(&skill.import, usize::MAX)),
+        description: description_at(&skill.description, detail),
+        exports: (detail == Detail::Full).then(|| exports_shown(skill, SEARCH_EXPORTS)),
+        export_count: (detail != Detail::Name).then_some(skill.exports.len()),
         signature: None,
     }
+}
+
+/// The matches, in rank order, that fit in [`MAX_MATCHES_BYTES`] of JSON, and how many did not.
+fn within_bound(matches: Vec<Match>) -> (Vec<Match>, usize) {
+    let mut used = 0;
+    let mut kept = Vec::new();
+    let mut omitted = 0;
+    for m in matches {
+        let size = serde_json::to_vec(&m).map_or(usize::MAX, |json| json.len() + 1);
+        if omitted == 0 && used + size <= MAX_MATCHES_BYTES {
+            used += size;
+            kept.push(m);
+        } else {
+            omitted += 1;
+        }
+    }
+    (kept, omitted)
+}
+
+/// `getToolSchema("skills/<name>.ts")`: one skill, its text cleaned and bounded like a search
+/// match's (every exported signature up to [`SCHEMA_EXPORTS`]).
+pub(crate) fn skill_schema(skill: &SkillEntry) -> Value {
+    let exports = exports_shown(skill, SCHEMA_EXPORTS);
+    serde_json::json!({
+        "name": shown(&skill.module, usize::MAX),
+        "kind": "skill",
+        "language": skill.language,
+        "description": shown(skill.description.trim(), FULL_DESCRIPTION_CHARS),
+        "import": shown(&skill.import, usize::MAX),
+        "signature": exports.join("\n"),
+        "exports": exports,
+        "exportCount": skill.exports.len(),
+        "savedAt": shown(&skill.saved_at, 64),
+    })
 }
 
 /// The canonical name of the server a search filter names (an alias names its server); for a
@@ -451,6 +538,10 @@ impl FailureMentions {
     }
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// Whether a search is about `server`: its server filter names it (by any name), or its query
 /// holds every word of one of the server's names.
 fn concerns(pool: &UpstreamPool, query: &SearchQuery, server: &str) -> bool {
@@ -488,10 +579,11 @@ pub(crate) async fn tool_schema(
     }
     let tools = pool.tools(&server).await?;
     let found = tools.iter().find(|t| t.name == tool).ok_or_else(unknown)?;
+    let signature = catalog::signature(&tool, &found.input_schema, found.output_schema.as_deref());
     Ok(ToolSchema {
         name: catalog::qualified_name(&server, &tool),
-        signature: catalog::signature(&tool, &found.input_schema, found.output_schema.as_deref()),
-        description: found.description.as_deref().unwrap_or_default().to_string(),
+        signature: text::for_llm(&signature).into_owned(),
+        description: text::for_llm(found.description.as_deref().unwrap_or_default()).into_owned(),
         input_schema: Value::Object((*found.input_schema).clone()),
         output_schema: found
             .output_schema
@@ -731,6 +823,7 @@ mod tests {
                 .collect(),
             connected: Vec::new(),
             not_searched: Vec::new(),
+            omitted: 0,
         };
         let query = SearchQuery::new(
             query.0.into(),
@@ -777,6 +870,93 @@ mod tests {
             told(&m, &pool, "stdio", ("time", None), &changed),
             ["broken"]
         );
+    }
+
+    /// A skill with `exports` signatures of `width` characters, its text full of terminal escapes
+    /// and bidirectional overrides.
+    fn painted_skill(exports: usize, width: usize) -> SkillEntry {
+        SkillEntry {
+            name: "painted".into(),
+            module: "skills/painted.ts".into(),
+            language: "typescript",
+            description: "Paints\u{202e} walls\u{1b}[2J\nsecond line".into(),
+            exports: (0..exports)
+                .map(|i| {
+                    format!(
+                        "export function f{i}(a = \"\u{1b}[31m\u{7}{}\")",
+                        "x".repeat(width)
+                    )
+                })
+                .collect(),
+            import: "import { f0 } from \"skills/painted.ts\"".into(),
+            saved_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_skill_is_shown_cleaned_and_within_bounds_at_every_detail() {
+        let skill = painted_skill(64, 300);
+        let name = skill_match(&skill, Detail::Name);
+        assert_eq!(
+            (name.description, name.exports, name.export_count),
+            (None, None, None)
+        );
+        let summary = skill_match(&skill, Detail::Summary);
+        assert_eq!(summary.description.as_deref(), Some("Paints walls[2J"));
+        assert_eq!((summary.exports, summary.export_count), (None, Some(64)));
+        let full = skill_match(&skill, Detail::Full);
+        let exports = full.exports.unwrap();
+        assert_eq!(exports.len(), SEARCH_EXPORTS);
+        assert!(
+            exports
+                .iter()
+                .all(|e| e.chars().count() <= EXPORT_CHARS && e.ends_with('…'))
+        );
+        assert!(
+            exports[0].starts_with("export function f0(a = \"[31mxxx"),
+            "{}",
+            exports[0]
+        );
+        let schema = skill_schema(&skill);
+        assert_eq!(schema["exports"].as_array().unwrap().len(), 64);
+        let text = schema.to_string();
+        for c in ['\u{1b}', '\u{7}', '\u{202e}'] {
+            assert!(!text.contains(c), "{c:?} in {text}");
+        }
+        let answer = SearchResult {
+            matches: vec![full_match(&skill)],
+            unavailable: Vec::new(),
+            connected: Vec::new(),
+            not_searched: Vec::new(),
+            omitted: 0,
+        };
+        assert!(
+            answer.text("q").contains("    …and 48 more"),
+            "{}",
+            answer.text("q")
+        );
+    }
+
+    fn full_match(skill: &SkillEntry) -> Match {
+        skill_match(skill, Detail::Full)
+    }
+
+    #[test]
+    fn an_answer_keeps_within_its_bound_whatever_the_number_of_matches() {
+        let skill = painted_skill(64, 300);
+        let many: Vec<Match> = (0..500).map(|_| full_match(&skill)).collect();
+        let (kept, omitted) = within_bound(many);
+        let bytes = serde_json::to_vec(&kept).unwrap().len();
+        assert!(bytes <= MAX_MATCHES_BYTES + 2, "{bytes}");
+        assert!(
+            !kept.is_empty() && kept.len() + omitted == 500,
+            "{} {omitted}",
+            kept.len()
+        );
+        let few: Vec<Match> = (0..3)
+            .map(|_| skill_match(&skill, Detail::Summary))
+            .collect();
+        assert_eq!(within_bound(few).1, 0);
     }
 
     #[test]

@@ -76,8 +76,7 @@ pub(super) async fn search(
     let (upstream, reach) = executor.directory();
     let query = SearchQuery::from(args);
     let space = executor.workspaces().existing(session).await;
-    let skills = crate::executor::skill_entries(space.as_ref()).await;
-    let mut found = directory::search_within(upstream, &reach, &query, &skills)
+    let mut found = crate::executor::search_catalog(upstream, &reach, space.as_ref(), &query)
         .await
         .map_err(|e| e.to_string())?;
     mentions.mention_once(upstream, session, &query, &mut found);

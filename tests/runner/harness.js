@@ -2,16 +2,31 @@
 // the project's Deno by scripts/test, or by hand from the repository root:
 //   deno test --no-prompt --no-config --no-lock --no-remote --no-npm \
 //     --allow-read=src/sandbox/runner,tests/runner tests/runner/
-// It loads the pieces src/sandbox/runner/30_tokenizer.js, 31_typescript.js and 56_skills.js (its
-// import scanning is tested) as the runner has them: plain scripts sharing one strict-mode
-// scope, after the private references they use,
+// It loads the pieces src/sandbox/runner/02_helpers.js, 03_intrinsics.js, 30_tokenizer.js,
+// 31_typescript.js, 32_imports.js and 56_skills.js (its import scanning is tested) as the runner
+// has them: plain scripts sharing one strict-mode scope, after the private references they use,
 // taken verbatim from 00_private.js. No network, no dependencies: a small `assertEquals` is
 // defined below.
 
 const RUNNER_DIR = new URL("../../src/sandbox/runner/", import.meta.url);
 
 /** The private references of 00_private.js the pieces rely on. */
-const PRIVATE_NAMES = ["SetCtor", "MapCtor"];
+const PRIVATE_NAMES = [
+  "D",
+  "JSONStringify",
+  "ReflectApply",
+  "ErrorIsError",
+  "StringFromCharCode",
+  "SetCtor",
+  "MapCtor",
+  "btoaPrivate",
+  "U8ToBase64",
+  "textEncoder",
+  "textDecoder",
+  "encodeUtf8",
+  "decodeUtf8",
+  "inspect",
+];
 
 async function piece(name) {
   return await Deno.readTextFile(new URL(name, RUNNER_DIR));
@@ -25,20 +40,23 @@ function privateReferences(text) {
   }).join("\n");
 }
 
+const PIECES = ["02_helpers.js", "03_intrinsics.js", "30_tokenizer.js", "31_typescript.js", "32_imports.js", "56_skills.js"];
+
 const source = [
   '"use strict";',
   privateReferences(await piece("00_private.js")),
-  await piece("30_tokenizer.js"),
-  await piece("31_typescript.js"),
-  await piece("56_skills.js"),
-  "return { tokenize, findImports, findLastExpression, buildTypeScriptVariants, mayBePlainJavaScript,",
-  "  lineColAt, WRAPPER_PREFIX, tsSkillImports, pySkillImports };",
-  "//# sourceURL=runner/30_tokenizer.js+31_typescript.js+56_skills.js",
+  ...(await Promise.all(PIECES.map(piece))),
+  "return { tokenize, findImports, findModuleReferences, findLastExpression, buildTypeScriptVariants,",
+  "  mayBePlainJavaScript, lineColAt, WRAPPER_PREFIX, tsSkillImports, pySkillImports, importable,",
+  "  guardModule, guardScript, linkReferences, IMPORTABLE_SKILL_RE, declarationRanges, blankRanges };",
+  `//# sourceURL=runner/${PIECES.join("+")}`,
 ].join("\n");
 
+const pieces = new Function(source)();
+
 export const {
-  tokenize,
   findImports,
+  findModuleReferences,
   findLastExpression,
   buildTypeScriptVariants,
   mayBePlainJavaScript,
@@ -46,7 +64,23 @@ export const {
   WRAPPER_PREFIX,
   tsSkillImports,
   pySkillImports,
-} = new Function(source)();
+  importable,
+  guardModule,
+  guardScript,
+  linkReferences,
+  IMPORTABLE_SKILL_RE,
+  declarationRanges,
+  blankRanges,
+} = pieces;
+
+/** The tokenizer as the runner has it: its lists and tokens have no prototype. */
+export const rawTokenize = pieces.tokenize;
+
+/** `tokenize`, its tokens as ordinary arrays and objects (easier to compare and map). */
+export function tokenize(src) {
+  const r = rawTokenize(src);
+  return { ok: r.ok, tokens: Array.from(r.tokens, (t) => ({ ...t })) };
+}
 
 /** Tokens of `src` as `kind:text` strings (the text is the source slice the token covers). */
 export function texts(src) {
@@ -72,7 +106,8 @@ function equal(a, b) {
   if (Object.is(a, b)) return true;
   if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => equal(x, b[i]));
+  // The runner's lists have no prototype: no `every` of their own.
+  if (Array.isArray(a)) return a.length === b.length && Array.prototype.every.call(a, (x, i) => equal(x, b[i]));
   const keys = (o) => Object.keys(o).filter((k) => o[k] !== undefined).sort();
   const ka = keys(a);
   const kb = keys(b);

@@ -1,8 +1,9 @@
 // 50_execute.js: execution state and its end (`finishOk`, `finishError`, asynchronous
 // failures), the runtimes table (`RUNTIMES`), and running TypeScript: the plain-JavaScript
-// function path and the module path (modules made unique to this isolate, imports held to what
-// the sandbox offers: `importForUser`). Relies on 00-40; calls `linkWrappers` (55),
-// `linkSkills` and `skillImport` (56) and the Python runtime (62).
+// function path and the module path (modules made unique to this isolate, held to the import
+// rules of 32; `importForUser`, what `import(...)` does for user code). Relies on 00-40; calls
+// `linkWrappers`, `wrapperUrl` (55), `linkSkills` and `skillImport` (56) and the Python runtime
+// (62).
 
 // ---------------------------------------------------------------------------------------------
 // Execution
@@ -120,15 +121,20 @@ const RUNTIMES = {
 
 /** @param {ExecContext} ctx */
 async function runTypeScript(ctx) {
-  const { variants, maybePlainJs } = buildTypeScriptVariants(ctx.code);
-  const plain = maybePlainJs ? compilePlainJs(variants[0]) : null;
+  const guarded = guardModule(ctx.code);
+  const { variants, maybePlainJs } = buildTypeScriptVariants(guarded.source);
+  const toUser = (variant) => (line, col) => {
+    const at = variant.mapLocation(line, col);
+    return guarded.mapLocation === null ? at : guarded.mapLocation(at[0], at[1]);
+  };
+  const plain = maybePlainJs ? compilePlainJs(variants[0], toUser(variants[0])) : null;
   if (plain !== null) return await ReflectApply(plain, undefined, []);
   let mod;
   let lastError;
   for (const variant of variants) {
-    const linked = await linkSkills(linkWrappers(guardImports(variant.source)));
+    const linked = await linkSkills(linkWrappers(variant.source));
     const url = "data:application/typescript;base64," + base64Utf8(uniqueModule(linked));
-    currentModuleMapper = variant.mapLocation;
+    currentModuleMapper = toUser(variant);
     try {
       // Loading compiles and links only: user code runs when `default` is called below, so a
       // variant that fails to load has not run anything.
@@ -138,7 +144,18 @@ async function runTypeScript(ctx) {
       lastError = e;
     }
   }
-  if (mod === undefined) throw lastError;
+  if (mod === undefined) {
+    // A module that does not load has a syntax or link error: the respelling may be why.
+    if (guarded.respelled > 0 && typeof lastError?.message === "string") {
+      try {
+        lastError.message += " " + RESPELLED_HINT;
+        if (typeof lastError.stack === "string") lastError.stack += "\n" + RESPELLED_HINT;
+      } catch {
+        // keep the error as it is
+      }
+    }
+    throw lastError;
+  }
   return await ReflectApply(mod.default, undefined, []);
 }
 
@@ -149,92 +166,44 @@ async function runTypeScript(ctx) {
  * process's memory. So that no execution can learn whether another loaded some text, nor fill
  * the process for the ones after it, every module this runner loads is made unique to the
  * isolate (the nonce comment), and the code may import only what the sandbox offers
- * (`importForUser`), however it builds the `import()`: its own source, and any source it
- * evaluates at run time (`guardSource`), has its `import(` calls turned into `__imp_(` calls.
+ * (`importForUser`), however it builds the `import()`: every source is held to the import rules
+ * before it is loaded or evaluated (`guardModule`, `guardScript`, 32).
  */
 function uniqueModule(source) {
   return source + "\n// isolate " + launch.nonce + "\n";
 }
 
-/** The global that user code's dynamic `import(...)` calls are rewritten to (same length). */
-const IMPORT_GLOBAL = "__imp_";
-const IMPORTABLE_WRAPPER_RE = /^wrappers\/([A-Za-z_][A-Za-z0-9_]*)(?:\.ts)?$/;
 /**
- * The `node:` built-ins the sandbox does not offer: they start isolates of their own
- * (`worker_threads`) or compile code from strings past the guard (`vm`, `repl`, `inspector`,
- * `module`'s `require`, `process.getBuiltinModule`).
+ * What `import(specifier)` does for user code (the `__imp_` its calls are rewritten to): an
+ * offered module, or the refusal. Written with 03's intrinsics: it runs after user code.
  */
-const REFUSED_BUILTINS = new SetCtor(["worker_threads", "vm", "repl", "inspector", "module", "process"]);
-
-/** Whether the sandbox offers module `specifier` to user code. */
-function importable(specifier) {
-  if (specifier.startsWith("node:")) return !REFUSED_BUILTINS.has(specifier.slice(5).split("/")[0]);
-  return IMPORTABLE_WRAPPER_RE.test(specifier) || IMPORTABLE_SKILL_RE.test(specifier);
-}
-
-/** The error for an import the sandbox does not offer. */
-function importRefusal(specifier) {
-  return new TypeError(
-    `import of ${JSONStringify(truncateUtf8(safeString(specifier), 200))} refused: code in the sandbox may import ` +
-      "only wrappers/<name>.ts (the typed wrappers), skills/<name>.ts (saved skills) and node: built-in modules (but for node:process, node:module, " +
-      "node:vm, node:repl, node:inspector and node:worker_threads)",
-  );
-}
-
-/** What `import(specifier)` does for user code: an offered module, or the refusal. */
 function importForUser(specifier, options) {
   try {
     const s = typeof specifier === "string" ? specifier : safeString(specifier);
     if (!importable(s)) throw importRefusal(s);
-    if (s.startsWith("node:")) return options === undefined ? import(s) : import(s, options);
-    const skill = IMPORTABLE_SKILL_RE.exec(s);
+    if (StringPrototypeStartsWith(s, "node:")) return options === undefined ? import(s) : import(s, options);
+    const skill = RegExpPrototypeExec(IMPORTABLE_SKILL_RE, s);
     if (skill !== null) return skillImport(skill[1]);
-    return import(wrapperUrl(IMPORTABLE_WRAPPER_RE.exec(s)[1]));
+    return import(wrapperUrl(RegExpPrototypeExec(IMPORTABLE_WRAPPER_RE, s)[1]));
   } catch (e) {
     return PromiseCtor.reject(e);
   }
 }
 
-/** `source` with its `import(` calls turned into `__imp_(` calls (same length: no location moves). */
-function rewriteImportCalls(source, tokens) {
-  let out = source;
-  for (let k = tokens.length - 2; k >= 0; k--) {
-    const tok = tokens[k];
-    const next = tokens[k + 1];
-    if (tok.t === "id" && tok.v === "import" && next.t === "p" && next.v === "(") {
-      out = out.slice(0, tok.s) + IMPORT_GLOBAL + out.slice(tok.e);
-    }
+/** `import.defer(specifier)` (rewritten to `__imp_.defer(...)`): the module, loaded at once. */
+importForUser.defer = function defer(specifier, options) {
+  return importForUser(specifier, options);
+};
+/** `import.source(specifier)`: source-phase imports (WebAssembly modules) are not offered. */
+importForUser.source = function source(specifier) {
+  try {
+    const s = typeof specifier === "string" ? specifier : safeString(specifier);
+    throw importable(s) ? new TypeError(`import.source(${JSONStringify(s)}) refused: source-phase imports are not offered in the sandbox`) : importRefusal(s);
+  } catch (e) {
+    return PromiseCtor.reject(e);
   }
-  return out;
-}
-
-/**
- * The module source with its dynamic `import(` calls turned into `__imp_(` calls; throws the
- * refusal for a static import of a module the sandbox does not offer.
- */
-function guardImports(source) {
-  if (!source.includes("import")) return source;
-  const { tokens } = tokenize(source);
-  for (const imp of findImports(tokens)) {
-    const spec = tokens.find((t) => t.s >= imp.s && t.e <= imp.e && t.t === "str");
-    const text = spec === undefined ? "" : source.slice(spec.s + 1, spec.e - 1);
-    if (!importable(text)) throw importRefusal(text);
-  }
-  return rewriteImportCalls(source, tokens);
-}
-
-/**
- * Source that code evaluates at run time (`eval`, the function constructors, string timers),
- * guarded like the code itself: its `import(` calls go through `importForUser`. Source the
- * tokenizer cannot follow is refused rather than run unguarded.
- */
-function guardSource(text) {
-  const source = typeof text === "string" ? text : safeString(text);
-  if (!source.includes("import")) return source;
-  const { tokens, ok } = tokenize(source);
-  if (!ok) throw new SyntaxError("the sandbox cannot check the imports of this source, so it does not run it");
-  return rewriteImportCalls(source, tokens);
-}
+};
+ObjectFreeze(importForUser);
 
 const AsyncFunctionCtor = (async function () {}).constructor;
 /** Same length as the module wrapper's, so user columns on line 1 map the same way. */
@@ -244,19 +213,20 @@ const PLAIN_JS_LINE_SHIFT = 2;
 
 /**
  * The fast path for code that is plain JavaScript (most code models write): the best variant
- * compiled as an async function, strict like a module. It skips Deno's module loader, which
+ * compiled as an async function, strict like a module (`mapLocation` maps its locations back to
+ * the user's code). It skips Deno's module loader, which
  * parses the source as TypeScript, transpiles it and writes both to its caches (about 1 ms of a
  * 2 ms execution). Returns null when V8 does not accept the code (TypeScript syntax, or an
  * error the module path will report precisely); nothing has run then.
  * @param {ModuleVariant} variant
  */
-function compilePlainJs(variant) {
+function compilePlainJs(variant, mapLocation) {
   let fn;
   try {
     fn = new AsyncFunctionCtor(PLAIN_JS_PREFIX + variant.body + "\n//# sourceURL=" + PLAIN_JS_NAME);
   } catch {
     return null;
   }
-  currentModuleMapper = (line, col) => variant.mapLocation(line - PLAIN_JS_LINE_SHIFT, col);
+  currentModuleMapper = (line, col) => mapLocation(line - PLAIN_JS_LINE_SHIFT, col);
   return fn;
 }

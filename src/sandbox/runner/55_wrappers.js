@@ -1,6 +1,7 @@
 // 55_wrappers.js: typed wrapper modules: linking `wrappers/<name>.ts` imports to data: URLs
-// (`wrapperUrl`, `linkWrappers`) and installing the Python package `wrappers`. Relies on 00, 02;
-// uses `uniqueModule` (50) and `pyodide` (60).
+// (`wrapperUrl`, `linkWrappers`; the modules held to the import rules like any other) and
+// installing the Python package `wrappers`. Relies on 00-32; uses `uniqueModule` (50) and
+// `pyodide` (60).
 
 // ---------------------------------------------------------------------------------------------
 // Typed wrapper modules (`code-executor wrappers`, docs/interface.md). The host copies the
@@ -13,7 +14,6 @@
 const WRAPPERS_DIR = "wrappers";
 const readTextFilePrivate = typeof D.readTextFileSync === "function" ? D.readTextFileSync.bind(D) : null;
 const readDirPrivate = typeof D.readDirSync === "function" ? D.readDirSync.bind(D) : null;
-const WRAPPER_SPECIFIER_RE = /(\bfrom\s*|\bimport\s*\(?\s*)(["'])wrappers\/([A-Za-z_][A-Za-z0-9_]*)(?:\.ts)?\2/g;
 const WRAPPER_FILE_RE = /^[A-Za-z_][A-Za-z0-9_]*\.py$/;
 
 function wrapperText(file) {
@@ -25,20 +25,30 @@ function wrapperText(file) {
   }
 }
 
-/** The data: URL of staged wrapper module `name` (or of a module that throws why it is missing). */
+/**
+ * The data: URL of staged wrapper module `name`, held to the import rules (or of a module that
+ * throws why it is missing or refused).
+ */
 function wrapperUrl(name) {
-  let text = wrapperText(name + ".ts");
-  if (text === null) {
+  const file = wrapperText(name + ".ts");
+  let text;
+  if (typeof file !== "string") {
     const msg = `no wrapper module wrappers/${name}.ts: generate it with \`code-executor wrappers\``;
     text = "throw new Error(" + JSONStringify(msg) + ");\n";
+  } else {
+    try {
+      text = guardModule(file).source;
+    } catch (e) {
+      text = "throw new Error(" + JSONStringify(`wrappers/${name}.ts: ${safeString(e?.message)}`) + ");\n";
+    }
   }
   return "data:application/typescript;base64," + base64Utf8(uniqueModule(text));
 }
 
-/** Links `wrappers/<name>.ts` import specifiers to the staged modules. */
+/** Links the static `wrappers/<name>.ts` references of a (guarded) source to the staged modules. */
 function linkWrappers(source) {
-  if (!source.includes("wrappers/")) return source;
-  return source.replace(WRAPPER_SPECIFIER_RE, (_all, lead, quote, name) => lead + quote + wrapperUrl(name) + quote);
+  if (StringPrototypeIndexOf(source, "wrappers/") < 0) return source;
+  return linkReferences(source, IMPORTABLE_WRAPPER_RE, wrapperUrl);
 }
 
 /** Makes the staged `.py` modules importable as the package `wrappers`. */

@@ -1,9 +1,11 @@
 // 56_skills.js: skills, the modules code saves for later executions: the global `saveSkill`
 // (its code checked before it leaves: TypeScript must parse, imports must be ones the sandbox
-// offers), linking `skills/<name>.ts` imports to data: URLs of the skills' text fetched from
-// the host (`linkSkills`, `skillImport`), and the Python package `skills` written into this
-// isolate's Pyodide file system (`installPythonSkills`). Relies on 00-31, `guardImports`,
-// `uniqueModule`, `WRAPPER_PREFIX` (50), `linkWrappers` (55); uses `pyodide` (60).
+// offers), linking `skills/<name>.ts` references to data: URLs of the skills' text fetched from
+// the host, each held to the import rules (`linkSkills`, `skillImport`), and the Python package
+// `skills` written into this isolate's Pyodide file system (`installPythonSkills`). Relies on
+// 00-32, `uniqueModule`, `WRAPPER_PREFIX` (31, 50), `linkWrappers` (55); uses `pyodide` (60).
+// What runs after user code (importing a skill at run time, saving one) keeps to 03's intrinsics
+// wherever it decides what is loaded.
 
 // ---------------------------------------------------------------------------------------------
 // Skills (docs/interface.md). The host keeps them in the project's workspace, which this
@@ -15,44 +17,45 @@
 
 /** The language of this isolate's execution (set by `execute`). */
 let executionLanguage = "typescript";
-const SKILL_SPECIFIER_RE = /(\bfrom\s*|\bimport\s*\(?\s*)(["'])skills\/([a-z][a-z0-9_]*)(?:\.ts)?\2/g;
-const IMPORTABLE_SKILL_RE = /^skills\/([a-z][a-z0-9_]*)(?:\.ts)?$/;
 /** Most skills one execution loads (the host holds the same bound). */
 const MAX_SKILLS_LOADED = 64;
-/** name -> data: URL of the linked skill module (this isolate's). */
+/** name -> data: URL of the linked skill module (this isolate's; read with 03's intrinsics). */
 const skillUrls = new MapCtor();
 /** name -> text (or the error message) fetched from the host. */
 const skillTexts = new MapCtor();
 
 /**
- * The skill names a TypeScript module source imports statically (its dynamic `import(` calls
- * are `__imp_(` calls once guarded, loaded through `importForUser` when they run).
+ * The skill names a TypeScript module source references statically (`import`, `export ...
+ * from`; its dynamic `import(` calls are `__imp_(` calls once guarded, loaded through
+ * `importForUser` when they run), as a list (03).
  */
 function tsSkillImports(source) {
-  const names = [];
-  if (!source.includes("skills/")) return names;
-  for (const m of source.matchAll(SKILL_SPECIFIER_RE)) if (!names.includes(m[3])) names.push(m[3]);
-  return names;
+  if (StringPrototypeIndexOf(source, "skills/") < 0) return list();
+  return referencedNames(source, IMPORTABLE_SKILL_RE);
 }
 
 /**
  * Fetches, once per isolate, the named skills and every skill they import (`importsOf` reads a
- * skill's imports); a skill that cannot be loaded is kept as its error message.
+ * skill's imports, a list); a skill that cannot be loaded is kept as its error message. (What
+ * it fetches decides nothing: every text is held to the import rules when it is linked.)
  */
 async function fetchSkills(names, language, importsOf, caller) {
-  let wanted = names.filter((n) => !skillTexts.has(n));
+  let wanted = list();
+  for (let i = 0; i < names.length; i++) if (!skillTexts.has(names[i]) && !listHas(wanted, names[i])) append(wanted, names[i]);
   while (wanted.length > 0) {
     if (skillTexts.size + wanted.length > MAX_SKILLS_LOADED) {
       throw new RangeError(`an execution may import at most ${MAX_SKILLS_LOADED} skills (with the skills they import)`);
     }
     const answer = await hostCall("loadSkills", { names: wanted, language }, caller);
-    const next = [];
-    for (const name of wanted) {
+    const next = list();
+    for (let i = 0; i < wanted.length; i++) {
+      const name = wanted[i];
       const skill = answer.skills.find((s) => s.name === name);
       const text = skill === undefined ? { error: safeString(answer.errors?.[name] ?? `skill ${name} not loaded`) } : { code: skill.code };
       skillTexts.set(name, text);
-      if (text.code !== undefined) {
-        for (const dep of importsOf(text.code)) if (!skillTexts.has(dep) && !next.includes(dep)) next.push(dep);
+      if (typeof text.code === "string") {
+        const deps = importsOf(text.code);
+        for (let j = 0; j < deps.length; j++) if (!skillTexts.has(deps[j]) && !listHas(next, deps[j])) append(next, deps[j]);
       }
     }
     wanted = next;
@@ -60,47 +63,53 @@ async function fetchSkills(names, language, importsOf, caller) {
 }
 
 /**
- * The data: URL of TypeScript skill `name` (fetched), its own skill imports linked first. A cycle
- * between skills is refused: each module's URL is made of its text, so it must exist before
- * the module that imports it.
+ * The data: URL of TypeScript skill `name` (fetched), held to the import rules, its own skill
+ * references linked first. A cycle between skills is refused: each module's URL is made of its
+ * text, so it must exist before the module that references it. `path` is a list (03).
  */
 function skillModuleUrl(name, path) {
-  const known = skillUrls.get(name);
-  if (known !== undefined) return known;
-  if (path.includes(name)) {
-    throw new Error(
-      `skills import each other in a cycle (${[...path, name].join(" -> ")}); move what they share into a skill of its own`,
-    );
+  if (MapPrototypeHas(skillUrls, name)) return MapPrototypeGet(skillUrls, name);
+  if (listHas(path, name)) {
+    let chain = "";
+    for (let i = 0; i < path.length; i++) chain += path[i] + " -> ";
+    throw new Error(`skills import each other in a cycle (${chain}${name}); move what they share into a skill of its own`);
   }
   const text = skillTexts.get(name);
+  const code = text?.code;
   // Before anything runs: a module that threw instead would fail the import as "does not
   // provide an export named ...", which says nothing of why.
-  if (text === undefined || text.code === undefined) throw new Error(text?.error ?? `skill ${name} not loaded`);
+  if (typeof code !== "string") throw new Error(safeString(text?.error ?? `skill ${name} not loaded`));
   let source;
   try {
-    source = linkWrappers(guardImports(text.code));
+    source = linkWrappers(guardModule(code).source);
   } catch (e) {
     throw new Error(`skill ${name}: ${safeString(e?.message ?? e)}`);
   }
-  // Static imports only: dynamic ones are `__imp_(...)` calls now, loaded when they run.
-  source = source.replace(SKILL_SPECIFIER_RE, (_all, lead, quote, dep) => lead + quote + skillModuleUrl(dep, [...path, name]) + quote);
+  const inner = list();
+  for (let i = 0; i < path.length; i++) append(inner, path[i]);
+  append(inner, name);
+  if (StringPrototypeIndexOf(source, "skills/") >= 0) {
+    source = linkReferences(source, IMPORTABLE_SKILL_RE, (dep) => skillModuleUrl(dep, inner));
+  }
   const url = "data:application/typescript;base64," + base64Utf8(uniqueModule(source));
-  skillUrls.set(name, url);
+  MapPrototypeSet(skillUrls, name, url);
   return url;
 }
 
-/** Links the `skills/<name>.ts` imports of a TypeScript module source to the skills' modules. */
+/** Links the `skills/<name>.ts` references of a (guarded) TypeScript module source to the skills' modules. */
 async function linkSkills(source) {
   const names = tsSkillImports(source);
   if (names.length === 0) return source;
   await fetchSkills(names, "typescript", tsSkillImports, linkSkills);
-  return source.replace(SKILL_SPECIFIER_RE, (_all, lead, quote, name) => lead + quote + skillModuleUrl(name, []) + quote);
+  return linkReferences(source, IMPORTABLE_SKILL_RE, (name) => skillModuleUrl(name, list()));
 }
 
 /** `import("skills/<name>.ts")` at run time. */
 async function skillImport(name) {
-  await fetchSkills([name], "typescript", tsSkillImports, skillImport);
-  return await import(skillModuleUrl(name, []));
+  const names = list();
+  append(names, name);
+  await fetchSkills(names, "typescript", tsSkillImports, skillImport);
+  return await import(skillModuleUrl(name, list()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -109,44 +118,66 @@ async function skillImport(name) {
 
 const SKILL_LANGUAGES = { typescript: "typescript", ts: "typescript", python: "python", py: "python" };
 
+/** `source` with each range of `ranges` (a list of [start, end], in order) blanked in place (line breaks kept). */
+function blankRanges(source, ranges) {
+  let out = "";
+  let from = 0;
+  for (let i = 0; i < ranges.length; i++) {
+    const s = ranges[i][0];
+    const e = ranges[i][1];
+    out += StringPrototypeSlice(source, from, s);
+    for (let k = s; k < e; k++) out += isLineBreak(StringPrototypeCharCodeAt(source, k)) ? StringPrototypeSlice(source, k, k + 1) : " ";
+    from = e;
+  }
+  return out + StringPrototypeSlice(source, from);
+}
+
 /**
- * Refuses TypeScript that does not parse, or that imports what the sandbox does not offer,
- * without running it: its declarations are compiled as the body of a function that is never
- * called (imports and `export` words blanked in place, so lines and columns stay).
+ * The ranges that hold a module's declarations of imports and exports as they would be blanked
+ * to compile its body as a function's: each static module reference (`import ... from`,
+ * `export ... from`), `export { ... }` lists, and the words `export` (and `default`).
  */
-async function checkTypeScriptSkill(name, code) {
-  guardImports(code);
-  const { tokens } = tokenize(code);
-  let body = code;
-  const blank = (s, e) => {
-    body = body.slice(0, s) + body.slice(s, e).replace(/[^\n\r\u2028\u2029]/g, " ") + body.slice(e);
-  };
-  for (const imp of findImports(tokens)) blank(imp.s, imp.e);
+function declarationRanges(tokens) {
+  const refs = findModuleReferences(tokens);
+  const ranges = list();
+  let r = 0;
   for (let k = 0; k < tokens.length; k++) {
     const tok = tokens[k];
-    if (tok.t !== "id" || tok.v !== "export" || tok.d !== 0) continue;
-    const next = tokens[k + 1];
-    if (next !== undefined && next.t === "p" && (next.v === "*" || next.v === "{")) {
-      // `export * (as ns) from "m"`, `export { a } (from "m")`: the whole statement.
-      let end = k + 1;
-      if (next.v === "{") {
-        end = k + 2;
-        while (end < tokens.length && !(tokens[end].d === 0 && tokens[end].t === "p" && tokens[end].v === "}")) end++;
-      }
-      let m = end + 1;
-      if (tokens[m]?.t === "id" && tokens[m].v === "as") m += 2;
-      if (tokens[m]?.t === "id" && tokens[m].v === "from" && tokens[m + 1]?.t === "str") end = m + 1;
-      if (tokens[end + 1]?.t === "p" && tokens[end + 1].v === ";") end++;
-      end = Math.min(end, tokens.length - 1);
-      blank(tok.s, tokens[end].e);
-      k = end;
-    } else if (next !== undefined && next.t === "id" && next.v === "default") {
-      blank(tok.s, next.e);
-    } else {
-      blank(tok.s, tok.e);
+    while (r < refs.length && refs[r].s < tok.s) r++;
+    if (r < refs.length && refs[r].s === tok.s) {
+      append(ranges, [refs[r].s, refs[r].e]);
+      while (k + 1 < tokens.length && tokens[k + 1].s < refs[r].e) k++;
+      r++;
+      continue;
     }
+    if (tok.t !== "id" || tok.v !== "export" || tok.d !== 0) continue;
+    let next = tokens[k + 1];
+    let end = k;
+    if (next !== undefined && next.t === "id" && next.v === "type" && isPunct(tokens[k + 2], "{")) next = tokens[++end + 1];
+    if (isPunct(next, "{")) {
+      // `export { a }`: the whole list.
+      end += 2;
+      while (end < tokens.length && !(isPunct(tokens[end], "}") && tokens[end].d === 0)) end++;
+      if (isPunct(tokens[end + 1], ";")) end++;
+      if (end >= tokens.length) end = tokens.length - 1;
+    } else if (next !== undefined && next.t === "id" && next.v === "default") {
+      end = k + 1;
+    }
+    append(ranges, [tok.s, tokens[end].e]);
+    k = end;
   }
-  if (body.startsWith("#!")) body = "//" + body.slice(2);
+  return ranges;
+}
+
+/**
+ * Refuses TypeScript that does not parse, or that imports what the sandbox does not offer,
+ * without running it: the guarded source's declarations are compiled as the body of a function
+ * that is never called (imports and `export` words blanked in place, so lines and columns stay).
+ */
+async function checkTypeScriptSkill(name, code) {
+  const guarded = guardModule(code).source;
+  let body = blankRanges(guarded, declarationRanges(tokenize(guarded).tokens));
+  if (StringPrototypeStartsWith(body, "#!")) body = "//" + StringPrototypeSlice(body, 2);
   const url = "data:application/typescript;base64," + base64Utf8(uniqueModule(WRAPPER_PREFIX + body + "\n}\n"));
   try {
     await import(url);

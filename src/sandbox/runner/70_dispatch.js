@@ -74,7 +74,7 @@ function makeTimerGlobals() {
     const due = performanceNow() + (ms > 0 ? ms : 0);
     if (typeof callback !== "function") {
       // A string is evaluated when the timer fires: guarded like `eval`.
-      const other = setTimeoutPrivate(guardSource(callback), delay, ...args);
+      const other = setTimeoutPrivate(guardScript(callback), delay, ...args);
       userTimers.set(other, -Infinity); // when it runs is unknown: always treated as due
       return other;
     }
@@ -87,7 +87,7 @@ function makeTimerGlobals() {
     return id;
   }
   function setInterval(callback, delay, ...args) {
-    const id = setIntervalPrivate(typeof callback === "function" ? callback : guardSource(callback), delay, ...args);
+    const id = setIntervalPrivate(typeof callback === "function" ? callback : guardScript(callback), delay, ...args);
     userTimers.set(id, -Infinity);
     return id;
   }

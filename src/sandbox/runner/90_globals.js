@@ -143,13 +143,14 @@ function closeSharedState() {
 }
 
 /**
- * Every way to compile source text at run time goes through `guardSource`: the global `eval`
+ * Every way to compile source text at run time goes through `guardScript` (32): the global `eval`
  * (which makes a direct `eval(...)` an indirect one: it sees globals, not the caller's locals),
  * and the four function constructors, reached as globals or through any function's
- * `constructor`. (String timers go through `guardSource` in `makeTimerGlobals`.)
+ * `constructor`. (String timers go through `guardScript` in `makeTimerGlobals`.) Their
+ * arguments are guarded with 03's intrinsics: user code may have replaced `Array.prototype.map`.
  */
 function guardCodeFromStrings() {
-  const guardedEval = (source) => (typeof source === "string" ? evalPrivate(guardSource(source)) : source);
+  const guardedEval = (source) => (typeof source === "string" ? evalPrivate(guardScript(source)) : source);
   ObjectDefineProperty(guardedEval, "name", { value: "eval" });
   defineGlobal("eval", guardedEval);
   const constructors = [
@@ -160,7 +161,9 @@ function guardCodeFromStrings() {
   ];
   for (const Ctor of constructors) {
     const guarded = function (...args) {
-      return ReflectConstruct(Ctor, args.map(guardSource), new.target ?? guarded);
+      const sources = list();
+      for (let i = 0; i < args.length; i++) append(sources, guardScript(args[i]));
+      return ReflectConstruct(Ctor, sources, new.target ?? guarded);
     };
     ObjectDefineProperty(guarded, "name", { value: Ctor.name });
     guarded.prototype = Ctor.prototype;
