@@ -8,6 +8,7 @@
 //! - `tap`: the newest lines of a running execution's output, bounded, for live reporting.
 //! - `pool`: worker processes by client session, their retirement, the spare process.
 //! - `stage`: the private copy of the wrapper modules a process may read.
+//! - `stray`: the backstop for work an execution left running in its process.
 //! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `prepared`: what every
 //!   process starts from (the verified snapshot).
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
@@ -31,4 +32,5 @@ pub mod runner;
 pub mod runtimes;
 pub mod snapshot;
 pub mod stage;
+pub(crate) mod stray;
 pub mod tap;

@@ -3,8 +3,9 @@
 //! worker process of its own per language, never shared with another session; its executions
 //! each run in a fresh isolate of that process. A process is retired (no new executions; killed
 //! once its running ones end) after `max_executions`, after `max_age`, after a timeout in it
-//! (`host`), when the wrapper modules change, or when its session has been idle for
-//! [`IDLE_AFTER`]; one that crashed is replaced at once. So that neither a new session nor the
+//! (`host`), when the wrapper modules change, when its session has been idle for
+//! [`IDLE_AFTER`], or when work keeps running in it while none of its executions does
+//! (`stray`); one that crashed is replaced at once. So that neither a new session nor the
 //! successor of a retired process waits for a process to start, one spare process per language
 //! is kept started and ready, bound to no session until it is taken: for TypeScript from the
 //! start, for Python (a process with a prepared Pyodide holds about 200 MiB) from its first
@@ -21,6 +22,7 @@ use super::host::{SpawnError, WorkerProcess};
 use super::launch::WorkerConfig;
 use super::proto::Language;
 use super::stage;
+use super::stray::StrayWatch;
 
 /// How long a session's process may sit unused before it is retired (a session that comes
 /// back gets the spare).
@@ -28,6 +30,8 @@ pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(300);
 
 /// How often retirements for age and idleness are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// How often the processes running nothing are looked at for work left running (`stray`).
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// When worker processes are replaced, and what they keep ready.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +62,7 @@ pub(crate) struct ProcessPool {
     /// Whether a spare is kept now, and when a session last asked for a process.
     spare_wanted: AtomicBool,
     last_acquired: Mutex<std::time::Instant>,
+    stray: StrayWatch,
 }
 
 impl ProcessPool {
@@ -78,6 +83,7 @@ impl ProcessPool {
             wanted: Arc::new(Notify::new()),
             spare_wanted: AtomicBool::new(policy.spare_from_start),
             last_acquired: Mutex::new(std::time::Instant::now()),
+            stray: StrayWatch::default(),
         });
         if warm && policy.stock > 0 {
             tokio::spawn(keep_spare(Arc::downgrade(&pool)));
@@ -216,6 +222,27 @@ impl ProcessPool {
         self.policy.stock
     }
 
+    /// Retires the session processes in which work kept running while none of their
+    /// executions did (`stray`).
+    fn retire_stray(&self) {
+        let bound: Vec<Arc<WorkerProcess>> = {
+            let bound = self.bound.lock().expect("bound lock");
+            bound.values().filter(|p| p.is_serving()).cloned().collect()
+        };
+        for process in &bound {
+            if let Some(why) = self.stray.look(process, self.policy.stock) {
+                tracing::warn!(
+                    process = process.id(),
+                    language = self.language.as_str(),
+                    "worker process retired: {why}"
+                );
+                process.retire(&why);
+            }
+        }
+        self.stray
+            .keep_only(|id| bound.iter().any(|p| p.id() == id && p.is_serving()));
+    }
+
     /// Retires the processes that served long enough or sat idle.
     fn sweep_once(&self) {
         let mut bound = self.bound.lock().expect("bound lock");
@@ -298,11 +325,18 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
     }
 }
 
-/// Looks for retirements every [`SWEEP_EVERY`] until the pool is dropped.
+/// Looks for work left running every [`LOOK_EVERY`], and for the other retirements every
+/// [`SWEEP_EVERY`], until the pool is dropped.
 async fn sweep(pool: std::sync::Weak<ProcessPool>) {
+    let every = (SWEEP_EVERY.as_millis() / LOOK_EVERY.as_millis()).max(1);
+    let mut looks: u128 = 0;
     loop {
-        tokio::time::sleep(SWEEP_EVERY).await;
+        tokio::time::sleep(LOOK_EVERY).await;
         let Some(p) = pool.upgrade() else { return };
-        p.sweep_once();
+        p.retire_stray();
+        looks += 1;
+        if looks.is_multiple_of(every) {
+            p.sweep_once();
+        }
     }
 }

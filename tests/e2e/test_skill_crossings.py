@@ -90,6 +90,38 @@ new wt.Worker('for(;;){}', { eval: true });
     assert_alive(c)
 
 
+LEFT_RUNNING = {
+    "webcrypto_pbkdf2": (
+        "const key = await crypto.subtle.importKey('raw', new Uint8Array(16), 'PBKDF2', false, ['deriveBits']);\n"
+        "crypto.subtle.deriveBits({name: 'PBKDF2', hash: 'SHA-512', salt: new Uint8Array(16), iterations: 2 ** 31 - 1}, key, 512);\n"
+        "return 'started';"
+    ),
+    "node_crypto_pbkdf2": (
+        "import { pbkdf2 } from 'node:crypto';\n"
+        "for (let i = 0; i < 2; i++) pbkdf2('p', 's', 2 ** 31 - 1, 64, 'sha512', () => {});\n"
+        "return 'started';"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LEFT_RUNNING))
+def test_work_an_execution_hands_to_the_process_s_threads_ends_with_it(start_server, case) -> None:
+    """Work an execution started on the process's own threads (WebCrypto and node:crypto run on
+    Deno's blocking threads, past the isolate's end) does not outlive it: the process in which it
+    keeps running with no execution is retired within seconds, and the session goes on in a fresh
+    one."""
+    c = start_server({}, servers=SERVERS)
+    pid = ok(c, "Deno.pid").result
+    ex = ok(c, LEFT_RUNNING[case])
+    assert ex.result == "started", ex.describe()
+    deadline = time.monotonic() + 20
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not Path(f"/proc/{pid}").exists(), f"the worker process still runs: {cpu_over(pid, 1.0):.2f} CPU-s/s"
+    assert ok(c, "Deno.pid").result != pid
+    assert_alive(c)
+
+
 REFUSED_SKILLS = {
     # name: (the skill, the use the execution makes of it, the specifier refused)
     "vm": ('export * as vm from "node:vm";', "vm.runInThisContext('1')", "node:vm"),
