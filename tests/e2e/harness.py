@@ -108,6 +108,30 @@ def wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float 
             time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def http_server(root: Path, settings: dict[str, str] | None = None, servers: tuple[str, ...] = ()):
+    """A `serve --http` process on loopback without a token (each peer address is a principal,
+    and a client session), with `servers` downstream and `settings` in its environment; yields
+    its port, its world (for the CLI) and the process. Its log is shown if the body fails."""
+    e2e = E2EEnv(root, servers=servers, extra_env=settings or {})
+    port = free_port()
+    log_path = root / "server.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [str(binary()), "serve", "--http", f"127.0.0.1:{port}"],
+            cwd=e2e.project, env=e2e.env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_listening(proc, port, log_path)
+            yield port, e2e, proc
+        except BaseException:
+            print(tail(log_path))
+            raise
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
 def tail(path: Path | None, limit: int = 6000) -> str:
     if path is None or not path.exists():
         return "(no log)"

@@ -40,23 +40,8 @@ def http_server(root: Path, settings: dict[str, str] | None = None):
     """A `serve --http` process on loopback without a token (the principal is the peer's
     address), no downstream server; yields its port and its environment (for the CLI)."""
     env = {"CODE_EXECUTOR_WORKSPACE_DIR": str(root / "ws"), **(settings or {})}
-    e2e = E2EEnv(root, servers=(), extra_env=env)
-    port = harness.free_port()
-    log_path = root / "server.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [str(harness.binary()), "serve", "--http", f"127.0.0.1:{port}"],
-            cwd=e2e.project, env=e2e.env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        )
-        try:
-            harness.wait_listening(proc, port, log_path)
-            yield port, e2e
-        except BaseException:
-            print(harness.tail(log_path))
-            raise
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with harness.http_server(root, env) as (port, e2e, _):
+        yield port, e2e
 
 
 def client(port: int, source: str) -> Wire:

@@ -133,23 +133,8 @@ class StdioWire(Wire):
 def server(root: Path, settings: dict[str, str], servers: tuple[str, ...] = ()):
     """A `serve --http` process on loopback (no token: the session is the peer's address)."""
     env = {"CODE_EXECUTOR_MAX_TIMEOUT_MS": "2000", "CODE_EXECUTOR_TIMEOUT_MS": "1000", **settings}
-    e2e = E2EEnv(root, servers=servers, extra_env=env)
-    port = harness.free_port()
-    log_path = root / "server.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [str(harness.binary()), "serve", "--http", f"127.0.0.1:{port}"],
-            cwd=e2e.project, env=e2e.env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-        )
-        try:
-            harness.wait_listening(proc, port, log_path)
-            yield port, proc
-        except BaseException:
-            print(harness.tail(log_path))
-            raise
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with harness.http_server(root, env, servers) as (port, _, proc):
+        yield port, proc
 
 
 def test_a_task_outlives_the_request_and_delivers_its_result(tmp_path):
