@@ -119,22 +119,14 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
                     .find_map(|v| std::env::var(v).ok())
                     .filter(|b| !b.trim().is_empty()),
             };
-            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            let pasted = no_browser.then(stdin_lines);
             let mut out = std::io::stdout();
-            let outcome = login::login(
-                &store,
-                &server,
-                url,
-                headers,
-                &options,
-                &mut out,
-                Some(stdin),
-            )
-            .await
-            .map_err(|reason| AuthCommandError::Login {
-                server: server.clone(),
-                reason,
-            })?;
+            let outcome = login::login(&store, &server, url, headers, &options, &mut out, pasted)
+                .await
+                .map_err(|reason| AuthCommandError::Login {
+                    server: server.clone(),
+                    reason,
+                })?;
             let scopes = if outcome.scopes.is_empty() {
                 "no scope named".to_string()
             } else {
@@ -199,6 +191,28 @@ pub async fn run(args: AuthArgs, settings: &Settings) -> Result<bool, AuthComman
             Ok(true)
         }
     }
+}
+
+/// The lines typed or piped on stdin, read by a thread of its own that the command does not
+/// wait for: a read blocked on a terminal or on a pipe left open must not keep the command
+/// running once the login is stored (a read on tokio's stdin would: it runs on the runtime's
+/// blocking pool, whose shutdown waits for it). The channel closes when stdin ends.
+fn stdin_lines() -> login::PastedLines {
+    let (lines, pasted) = tokio::sync::mpsc::channel(4);
+    let reader = std::thread::Builder::new()
+        .name("stdin-lines".into())
+        .spawn(move || {
+            for line in std::io::stdin().lines() {
+                let Ok(line) = line else { break };
+                if lines.blocking_send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    if let Err(e) = reader {
+        tracing::warn!("cannot read stdin: {e}");
+    }
+    pasted
 }
 
 /// The remote (streamable HTTP or legacy SSE) server called `name` or having it as an alias.

@@ -509,3 +509,89 @@ try {{
         assert streams[-1]["authorization_header"] and all(e["authorization_header"] for e in posts[-3:]), seen
     finally:
         client.close()
+
+
+def _start_login(world: E2EEnv, *args: str, stdin=subprocess.PIPE) -> tuple[subprocess.Popen, str, list[str]]:
+    """Starts `auth login secure ARGS` with stdin an open pipe (never written, never closed)
+    unless told otherwise, and reads up to the authorization URL it prints."""
+    proc = subprocess.Popen(
+        [str(harness.binary()), "auth", "login", SERVER, *args],
+        cwd=world.project,
+        env=world.env(),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("http") and "/authorize?" in line:
+            return proc, line.strip(), seen
+    proc.kill()
+    raise AssertionError("no authorization URL printed: " + "".join(seen) + proc.stderr.read())
+
+
+def _finish(proc: subprocess.Popen, seen: list[str], timeout: float = 15) -> tuple[int, str, str]:
+    """Waits for the login to exit (stdin still open); kills it and fails if it does not."""
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"`auth login` still running {timeout} s after the redirect was answered")
+    return code, "".join(seen) + proc.stdout.read(), proc.stderr.read()
+
+
+@pytest.mark.parametrize("mode", ["browser", "no_browser", "no_browser_stdin_closed"])
+def test_login_with_stdin_an_open_pipe_returns_once_stored(world: E2EEnv, servers: OAuthServers, tmp_path: Path, mode: str):
+    """A script or CI job logging in with stdin an open pipe (or closed): the browser's redirect
+    reaches the loopback listener, and the command exits 0 as soon as the tokens are stored,
+    without waiting for stdin to close. Its callback page says the login was stored."""
+    page_file = tmp_path / "page.txt"
+    if mode == "browser":
+        browser = tmp_path / "browser.sh"
+        browser.write_text(f'#!/bin/sh\nexec curl -sL -o {page_file} "$1"\n')
+        browser.chmod(0o755)
+        world.extra_env = dict(world.extra_env, CODE_EXECUTOR_BROWSER=str(browser))
+        proc, _url, seen = _start_login(world)
+    else:
+        stdin = subprocess.DEVNULL if mode == "no_browser_stdin_closed" else subprocess.PIPE
+        proc, url, seen = _start_login(world, "--no-browser", stdin=stdin)
+        location = httpx.get(url, follow_redirects=False).headers["location"]
+        # The browser follows the redirect to the listener; nothing is pasted.
+        page_file.write_text(httpx.get(location, timeout=30).text)
+    try:
+        code, out, err = _finish(proc, seen)
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+    assert code == 0, out + err
+    assert "Logged in to `secure`" in out, out
+    assert status(world)[SERVER]["state"] == "logged_in"
+    assert stored_tokens(world)
+    page = page_file.read_text()
+    assert "logged in" in page.lower() and "stored" in page, page
+
+
+def test_a_forged_state_gets_a_page_saying_refused(world: E2EEnv, servers: OAuthServers):
+    """A redirect whose `state` is not the login's reaches the loopback listener: the page says it
+    was refused and why (nothing attacker-written is echoed), the login fails, nothing is stored."""
+    proc, url, seen = _start_login(world, "--no-browser")
+    try:
+        location = httpx.get(url, follow_redirects=False).headers["location"]
+        forged = _swap(location, state="<script>alert(1)</script>")
+        answer = httpx.get(forged, timeout=30)
+        code, out, err = _finish(proc, seen)
+    finally:
+        proc.stdin.close()
+        if proc.poll() is None:
+            proc.kill()
+    page = answer.text
+    assert "refused" in page and "state" in page, page
+    assert "came back" not in page and "logged in" not in page.lower(), page
+    assert "<script>" not in page, page
+    assert answer.headers["content-type"].startswith("text/plain"), answer.headers
+    assert code != 0 and "`state` is not the one this login sent" in err, out + err
+    assert store_files(world) == [], "nothing may be stored after a refused login"

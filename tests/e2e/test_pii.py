@@ -305,3 +305,37 @@ def test_with_pii_off_values_pass_unchanged(tmp_path, ce_binary) -> None:
     assert ex.result == people_server.PEOPLE[0], ex.describe()
     assert people_server.PEOPLE[0]["email"] in ex.output
     assert not TOKEN.search(ex.everything())
+
+
+# Issue 30, crossing 3: values right next to other digits (an expiry date and CVV, a street
+# number, a date, an SSN, another value) were left in clear.
+ADJACENT = [
+    # (the line printed, the values in it, what stays as it is, tokens in the line)
+    ("Ada +1 650-253-0000 4111 1111 1111 1111", ["+1 650-253-0000", "4111 1111 1111 1111"], ["Ada "], 2),
+    ("card 5555 5555 5555 4444 12/28 123", ["5555 5555 5555 4444"], [" 12/28 123"], 1),
+    ("call +1 650-253-0000 221 Baker Street", ["+1 650-253-0000"], [" 221 Baker Street"], 1),
+    ("seen +1 650-253-0000 2024-01-15", ["+1 650-253-0000"], [" 2024-01-15"], 1),
+    ("ids +1 650-253-0000 123-45-6789", ["+1 650-253-0000", "123-45-6789"], ["ids "], 2),
+    ("uk +44 20 7946 0958 12", ["+44 20 7946 0958"], [" 12"], 1),
+]
+
+
+def test_values_next_to_other_digits_reach_the_client_as_tokens(tmp_path, ce_binary) -> None:
+    # A client of its own: the module's tokenising clients are closed by the test before.
+    c = start("stdio", tmp_path, audit=False)
+    try:
+        code = "\n".join(f"console.log({json.dumps(line)});" for line, _, _, _ in ADJACENT)
+        ex = ok(c, code + "\nreturn 'printed';", allowed=ALLOWED)
+    finally:
+        c.close()
+    everything = ex.everything()
+    for line, values, kept, tokens in ADJACENT:
+        for value in values:
+            for form in forms(value) | {re.sub(r"\D", "", value)}:
+                assert form not in everything, f"{form!r} of {line!r} reached the client: {ex.describe()}"
+    printed = ex.output.strip().splitlines()
+    assert len(printed) == len(ADJACENT), ex.describe()
+    for (line, _, kept, tokens), seen in zip(ADJACENT, printed):
+        assert len(TOKEN.findall(seen)) == tokens, f"{line!r} became {seen!r}"
+        for part in kept:
+            assert part in seen, f"{line!r} became {seen!r}"

@@ -6,7 +6,9 @@
 //! authorization code with PKCE S256 and the `resource` indicator (RFC 8707) → tokens.
 //!
 //! The redirect comes back to a loopback listener (`http://127.0.0.1:<port>/callback`), or is
-//! pasted on stdin (`--no-browser`, for SSH sessions and containers). A redirect to another
+//! pasted (`--no-browser`, for SSH sessions and containers: lines the command reads from stdin).
+//! The browser's request is answered only once the login has ended, with a plain-text page
+//! that says how: stored, or refused and why. A redirect to another
 //! address, a `state` that is not ours, an authorization-server `issuer` that is not the one
 //! discovered, a PRM naming another resource, and a token endpoint answering an error or
 //! garbage each end the login with a clear error, and nothing is written: the store is written
@@ -19,8 +21,9 @@ use rmcp::transport::auth::{
     AuthError, AuthorizationMetadataSource, AuthorizationRequest, AuthorizationSession,
     CredentialStore, InMemoryCredentialStore,
 };
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
 
 use super::connect;
 use super::store::{ClientSource, OAuthStore, RegisteredClient, ServerRecord, StoreError};
@@ -104,7 +107,7 @@ pub enum LoginError {
     Listen(String),
     #[error("no redirect arrived within {} s", CALLBACK_TIMEOUT.as_secs())]
     Timeout,
-    #[error("no redirect URL was pasted (stdin ended)")]
+    #[error("no redirect URL was pasted (stdin ended) and no listener could be bound")]
     NothingPasted,
     #[error("the redirect `{got}` is not this login's redirect URI {expected}: refused")]
     ForeignRedirect { got: String, expected: String },
@@ -132,20 +135,20 @@ impl<W: std::io::Write> Prompt for W {
     }
 }
 
+/// Lines pasted by the user, one a message; the channel closes when the input ends.
+pub type PastedLines = mpsc::Receiver<String>;
+
 /// Logs in to the server `name` at `server_url` (sent `headers` as configured) and stores the
-/// client and tokens. Pasted redirects are read from `pasted` when given.
-pub async fn login<R>(
+/// client and tokens. With `no_browser`, pasted redirects are taken from `pasted` when given.
+pub async fn login(
     store: &OAuthStore,
     name: &str,
     server_url: &str,
     headers: &BTreeMap<String, String>,
     options: &LoginOptions,
     prompt: &mut dyn Prompt,
-    pasted: Option<R>,
-) -> Result<LoginOutcome, LoginError>
-where
-    R: tokio::io::AsyncBufRead + Unpin,
-{
+    pasted: Option<PastedLines>,
+) -> Result<LoginOutcome, LoginError> {
     let previous = store.load(server_url)?;
     let challenge = probe(server_url, headers, options.event_stream).await?;
 
@@ -290,42 +293,46 @@ where
         prompt.say("Waiting for the browser to come back...");
     }
 
-    let callback = tokio::time::timeout(
+    let Redirect { url, browser } = tokio::time::timeout(
         CALLBACK_TIMEOUT,
         wait_for_redirect(listener, pasted, options.no_browser),
     )
     .await
     .map_err(|_| LoginError::Timeout)??;
-    check_redirect(&callback, &redirect_uri, &expected_state)?;
-
-    session
-        .handle_callback_url(&callback)
-        .await
-        .map_err(|e| LoginError::Token(clean(&token_error(e))))?;
-    let credentials = tokens
-        .load()
-        .await
-        .ok()
-        .flatten()
-        .ok_or_else(|| LoginError::Token("the token response held no usable token".into()))?;
-    let expires_in = credentials.token_response.as_ref().and_then(|t| {
-        serde_json::to_value(t)
-            .ok()?
-            .get("expires_in")?
-            .as_u64()
-            .map(Duration::from_secs)
-    });
-    let outcome = LoginOutcome {
-        client_id: client.client_id.clone(),
-        client_source: client.source,
-        scopes: credentials.granted_scopes.clone(),
-        expires_in,
-    };
-    let mut record = ServerRecord::new(server_url);
-    record.client = Some(client);
-    record.credentials = Some(credentials);
-    store.save(&record)?;
-    Ok(outcome)
+    let ended: Result<LoginOutcome, LoginError> = async {
+        check_redirect(&url, &redirect_uri, &expected_state)?;
+        session
+            .handle_callback_url(&url)
+            .await
+            .map_err(|e| LoginError::Token(clean(&token_error(e))))?;
+        let credentials =
+            tokens.load().await.ok().flatten().ok_or_else(|| {
+                LoginError::Token("the token response held no usable token".into())
+            })?;
+        let expires_in = credentials.token_response.as_ref().and_then(|t| {
+            serde_json::to_value(t)
+                .ok()?
+                .get("expires_in")?
+                .as_u64()
+                .map(Duration::from_secs)
+        });
+        let outcome = LoginOutcome {
+            client_id: client.client_id.clone(),
+            client_source: client.source,
+            scopes: credentials.granted_scopes.clone(),
+            expires_in,
+        };
+        let mut record = ServerRecord::new(server_url);
+        record.client = Some(client);
+        record.credentials = Some(credentials);
+        store.save(&record)?;
+        Ok(outcome)
+    }
+    .await;
+    if let Some(browser) = browser {
+        answer_browser(browser, name, &ended).await;
+    }
+    ended
 }
 
 fn discovery_error(url: &str, e: AuthError) -> LoginError {
@@ -506,30 +513,42 @@ fn open_browser(browser: Option<&str>, url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The first redirect URL: a request for the callback path on the listener, or (with
-/// `no_browser`) a line pasted on stdin, whichever comes first.
-async fn wait_for_redirect<R>(
+/// A redirect that came back: its URL and, when the browser brought it to the listener, the
+/// browser's connection, waiting for the page that says how the login ended.
+struct Redirect {
+    url: String,
+    browser: Option<TcpStream>,
+}
+
+/// The first redirect: a request for the callback path on the listener, or (with
+/// `no_browser`) a line pasted, whichever comes first. Input that ends (stdin closed) stops
+/// the wait only when no listener is bound.
+async fn wait_for_redirect(
     listener: Option<TcpListener>,
-    pasted: Option<R>,
+    pasted: Option<PastedLines>,
     no_browser: bool,
-) -> Result<String, LoginError>
-where
-    R: tokio::io::AsyncBufRead + Unpin,
-{
+) -> Result<Redirect, LoginError> {
+    let listening = listener.is_some();
     let from_listener = async {
         match listener {
             Some(l) => serve_callback(l).await,
             None => std::future::pending().await,
         }
     };
-    let from_stdin = async {
+    let from_paste = async {
         match pasted {
-            Some(mut input) if no_browser => loop {
-                let mut line = String::new();
-                match input.read_line(&mut line).await {
-                    Ok(0) | Err(_) => return Err(LoginError::NothingPasted),
-                    Ok(_) if line.trim().is_empty() => continue,
-                    Ok(_) => return Ok(line.trim().to_string()),
+            Some(mut lines) if no_browser => loop {
+                match lines.recv().await {
+                    // The input ended: the browser may still come back to the listener.
+                    None if listening => std::future::pending::<()>().await,
+                    None => return Err(LoginError::NothingPasted),
+                    Some(line) if line.trim().is_empty() => continue,
+                    Some(line) => {
+                        return Ok(Redirect {
+                            url: line.trim().to_string(),
+                            browser: None,
+                        });
+                    }
                 }
             },
             _ => std::future::pending().await,
@@ -537,13 +556,13 @@ where
     };
     tokio::select! {
         r = from_listener => r,
-        r = from_stdin => r,
+        r = from_paste => r,
     }
 }
 
 /// Answers requests on the loopback listener until one asks for the callback path; returns
-/// its URL.
-async fn serve_callback(listener: TcpListener) -> Result<String, LoginError> {
+/// its URL and the connection, left unanswered.
+async fn serve_callback(listener: TcpListener) -> Result<Redirect, LoginError> {
     let port = listener
         .local_addr()
         .map_err(|e| LoginError::Listen(e.to_string()))?
@@ -586,19 +605,70 @@ async fn serve_callback(listener: TcpListener) -> Result<String, LoginError> {
                 .await;
             continue;
         }
-        let body = "code-executor: the authorization came back; you may close this tab.\n";
-        let _ = socket
-            .write_all(
-                format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                )
-                .as_bytes(),
-            )
-            .await;
-        let _ = socket.shutdown().await;
-        return Ok(format!("http://127.0.0.1:{port}{target}"));
+        return Ok(Redirect {
+            url: format!("http://127.0.0.1:{port}{target}"),
+            browser: Some(socket),
+        });
     }
+}
+
+/// The page the browser is shown once the login has ended: that it is stored, or that it was
+/// refused and why. Plain text, never sniffed as HTML, in words of our own: nothing a redirect
+/// or a server wrote is echoed (the terminal has the details).
+fn callback_page(name: &str, ended: &Result<LoginOutcome, LoginError>) -> (&'static str, String) {
+    let name = clean(name);
+    let Err(e) = ended else {
+        return (
+            "200 OK",
+            format!(
+                "code-executor: logged in to `{name}`; the tokens are stored. You may close this tab.\n"
+            ),
+        );
+    };
+    let (status, why) = match e {
+        LoginError::StateMismatch => (
+            "400 Bad Request",
+            "refused: the redirect's `state` is not the one this login sent (a forged or stale redirect)",
+        ),
+        LoginError::ForeignRedirect { .. } => (
+            "400 Bad Request",
+            "refused: the redirect is not this login's redirect URI",
+        ),
+        LoginError::Denied(_) => (
+            "400 Bad Request",
+            "the authorization server refused the authorization",
+        ),
+        LoginError::Token(_) => (
+            "502 Bad Gateway",
+            "the token request to the authorization server failed",
+        ),
+        LoginError::Store(_) => (
+            "500 Internal Server Error",
+            "the tokens could not be stored",
+        ),
+        _ => ("500 Internal Server Error", "the login failed"),
+    };
+    let body = format!(
+        "code-executor: the login to `{name}` failed and nothing was stored: {why}.\nSee the terminal for details. You may close this tab.\n"
+    );
+    (status, body)
+}
+
+async fn answer_browser(
+    mut socket: TcpStream,
+    name: &str,
+    ended: &Result<LoginOutcome, LoginError>,
+) {
+    let (status, body) = callback_page(name, ended);
+    let answer = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\nx-content-type-options: nosniff\r\ncache-control: no-store\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        let _ = socket.write_all(answer.as_bytes()).await;
+        let _ = socket.shutdown().await;
+    })
+    .await;
 }
 
 #[cfg(test)]
@@ -662,7 +732,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_listener_ignores_other_paths_and_returns_the_callback() {
+    async fn the_listener_ignores_other_paths_and_answers_the_callback_once_the_login_ended() {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let served = tokio::spawn(serve_callback(listener));
@@ -678,14 +748,57 @@ mod tests {
             answer
         };
         assert!(get("/favicon.ico").await.starts_with("HTTP/1.1 404"));
-        assert!(
-            get("/callback?code=a&state=b")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
+        let browser = tokio::spawn(get("/callback?code=a&state=b"));
+        let redirect = served.await.unwrap().unwrap();
         assert_eq!(
-            served.await.unwrap().unwrap(),
+            redirect.url,
             format!("http://127.0.0.1:{port}/callback?code=a&state=b")
         );
+        // The browser waits until the login has ended, and is told how.
+        assert!(!browser.is_finished());
+        let socket = redirect.browser.expect("the browser's connection");
+        answer_browser(socket, "secure", &Err(LoginError::StateMismatch)).await;
+        let page = browser.await.unwrap();
+        assert!(page.starts_with("HTTP/1.1 400"), "{page}");
+        assert!(page.contains("x-content-type-options: nosniff"), "{page}");
+        assert!(
+            page.contains("failed and nothing was stored") && page.contains("`state`"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn the_callback_page_tells_how_the_login_ended_and_echoes_no_markup_or_controls() {
+        let stored = Ok(LoginOutcome {
+            client_id: "c".into(),
+            client_source: ClientSource::Dynamic,
+            scopes: vec![],
+            expires_in: None,
+        });
+        let (status, page) = callback_page("secure", &stored);
+        assert_eq!(status, "200 OK");
+        assert!(page.contains("logged in to `secure`; the tokens are stored"));
+        let (status, page) = callback_page("secure", &Err(LoginError::StateMismatch));
+        assert_eq!(status, "400 Bad Request");
+        assert!(
+            page.contains("refused") && !page.contains("logged in"),
+            "{page}"
+        );
+        // Nothing the authorization server wrote is echoed.
+        let denied = check_redirect(
+            &format!("{OURS}?error=access_denied&error_description=%3Cb%3Ex%0D%0A&state=s1"),
+            OURS,
+            "s1",
+        )
+        .unwrap_err();
+        let (status, page) = callback_page("secure", &Err(denied));
+        assert_eq!(status, "400 Bad Request");
+        assert!(page.contains("refused the authorization"), "{page}");
+        assert!(
+            !page.contains("access_denied") && !page.contains("<b>"),
+            "{page}"
+        );
+        let (status, _) = callback_page("secure", &Err(LoginError::Token("500".into())));
+        assert_eq!(status, "502 Bad Gateway");
     }
 }
