@@ -10,7 +10,9 @@
 //   every execution: a fresh V8 isolate per execution is at least this);
 // - the same Worker that first loads Pyodide, the way the sandbox does: its compiled WebAssembly
 //   module shared from this thread, its Emscripten script evaluated in the Worker, instantiated
-//   from a memory snapshot of Python made here once (the floor of a fresh Python).
+//   from a memory snapshot of Python made here once (the floor of a fresh Python);
+// - one such Pyodide kept and reused: a program run in a fresh globals dict, the modules it
+//   imported dropped (the floor under a Python lane, before its reset's check).
 
 const dir = (Deno.args[0] ?? "").replace(/\/?$/, "/");
 const n = Number(Deno.args[1] ?? 30);
@@ -67,7 +69,16 @@ self.onmessage = async (e) => {
     ...(make ? { _makeSnapshot: true } : { _loadSnapshot: snapshot }) });
   Object.defineProperty(globalThis, "Deno", saved);
   if (make) { py.runPython("import json, re, asyncio, traceback"); self.postMessage(py.makeMemorySnapshot()); return; }
-  self.postMessage(py.runPython("1 + 1"));
+  if (!e.data.keep) return self.postMessage(py.runPython("1 + 1"));
+  // Kept: every later message runs one program in a fresh globals dict and drops the modules
+  // it imported (the floor under a Python lane, without its check).
+  const run = py.runPython(
+    "import sys\nbase = set(sys.modules)\ndef run(code):\n    g = {'__name__': '__main__'}\n" +
+      "    exec(compile(code, '<user code>', 'exec'), g)\n" +
+      "    for n in [n for n in sys.modules if n not in base]:\n        del sys.modules[n]\n    return 2\nrun",
+  );
+  self.onmessage = (m) => self.postMessage(run(m.data));
+  self.postMessage(2);
 };`);
 const pyodideOnce = (extra) => new Promise((resolve, reject) => {
   const w = new Worker(pyWorker, { type: "module" });
@@ -85,3 +96,15 @@ const snapshot = await pyodideOnce({ make: true });
 await measure("isolate with a fresh Pyodide from the snapshot", Math.max(3, n >> 2), async () => {
   if ((await pyodideOnce({ snapshot })) !== 2) throw new Error("Python did not answer");
 });
+
+// One Pyodide kept in one isolate: a run in a fresh globals dict, its imports dropped.
+const lane = new Worker(pyWorker, { type: "module" });
+const ask = (data) => new Promise((resolve) => {
+  lane.onmessage = (e) => resolve(e.data);
+  lane.postMessage(data);
+});
+await ask({ module, emscripten, lock, dir: dirUrl.href, snapshot, keep: true });
+await measure("reused Pyodide: fresh globals, imports dropped", n * 10, async () => {
+  if ((await ask("x = [i * i for i in range(100)]")) !== 2) throw new Error("Python did not answer");
+});
+lane.terminate();

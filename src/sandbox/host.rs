@@ -831,6 +831,7 @@ async fn read_tail(mut stderr: impl tokio::io::AsyncRead + Unpin) -> String {
         if n == 0 {
             break;
         }
+        tracing::debug!(stderr = %String::from_utf8_lossy(&buf[..n]).trim_end(), "worker process");
         tail.extend_from_slice(&buf[..n]);
         if tail.len() > 2 * STDERR_TAIL_BYTES {
             tail.drain(..tail.len() - STDERR_TAIL_BYTES);

@@ -1,7 +1,8 @@
 //! Worker processes by client session: the process boundary follows the trust boundary. Each
 //! client session (over stdio the one client; over HTTP each authenticated principal) gets a
-//! worker process of its own per language, never shared with another session; its executions
-//! each run in a fresh isolate of that process. A process is retired (no new executions; killed
+//! worker process of its own per language, never shared with another session; its TypeScript
+//! executions each run in a fresh isolate of that process, its Python ones on lanes (isolates
+//! reused behind a verified reset, see `runner/63_python_lane.js`). A process is retired (no new executions; killed
 //! once its running ones end) after `max_executions`, after `max_age`, after a timeout in it
 //! (`host`), when the wrapper modules change, when its session has been idle for
 //! [`IDLE_AFTER`], or when work keeps running in it while none of its executions does

@@ -239,7 +239,7 @@ class E2EEnv:
             "CODE_EXECUTOR_E2E_CANARY": self.canary,
         }
         # The cache holds the verified Pyodide snapshot; sharing it spares each server making one.
-        for passthrough in ("CODE_EXECUTOR_RUNTIME_MIRROR", "CODE_EXECUTOR_CACHE_DIR", "RUST_LOG", "RUST_BACKTRACE", "LANG"):
+        for passthrough in ("CODE_EXECUTOR_RUNTIME_MIRROR", "CODE_EXECUTOR_CACHE_DIR", "CODE_EXECUTOR_LOG", "RUST_LOG", "RUST_BACKTRACE", "LANG"):
             if os.environ.get(passthrough):
                 env[passthrough] = os.environ[passthrough]
         env.update(self.extra_env)

@@ -82,6 +82,13 @@ function afterDone() {
   executing = false;
   stopReading();
   pendingCalls.clear();
+  // A Python lane serves the next execution once reset and checked (63), or asks to be retired.
+  if (laneEnv !== null) {
+    recycleLane().then(
+      (why) => send(why === null ? { type: "ready" } : { type: "retire", why }),
+      (e) => send({ type: "retire", why: "the reset failed: " + oneLine(e) }),
+    );
+  }
 }
 
 /** Errors that escape user code asynchronously (timers, unhandled rejections). */
@@ -94,7 +101,10 @@ function onAsyncError(err) {
   if (asyncFailure === null) {
     // Pyodide reports its fatal errors from its event-loop callbacks too.
     try {
-      if (pyodide !== null && err?.pyodide_fatal_error === true) err = pyCrash(err);
+      if (pyodide !== null && err?.pyodide_fatal_error === true) {
+        pyCrashed = true;
+        err = pyCrash(err);
+      }
     } catch {
       // keep err
     }

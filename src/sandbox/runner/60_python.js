@@ -398,9 +398,13 @@ function pyHostCall(method, paramsJson) {
     .then((v) => (v === undefined ? undefined : JSONStringify(v)));
 }
 
+/** Resets the UTF-8 decoders of `pyWriter`s (a lane's next execution starts on a clean slate). */
+const pyWriters = [];
+
 /** Writes Python's stdout/stderr bytes into the output messages (UTF-8 decoded across writes). */
 function pyWriter(stream) {
-  const decoder = new TextDecoder();
+  let decoder = new TextDecoder();
+  pyWriters.push({ reset: () => (decoder = new TextDecoder()) });
   return {
     isatty: false,
     write(buf) {

@@ -5,7 +5,7 @@
 /** Creates module `sandbox` from `PY_PRELUDE`. */
 function installSandboxModule(py) {
   const ns = py.runPython("import sys, types\nm = types.ModuleType('sandbox')\nsys.modules['sandbox'] = m\nm.__dict__");
-  py.runPython(PY_PRELUDE, { globals: ns, filename: "<sandbox>" });
+  py.runPython(PY_PRELUDE + PY_LANE, { globals: ns, filename: "<sandbox>" });
   ns.destroy();
 }
 
@@ -54,17 +54,26 @@ function pyCrash(e) {
   return crash;
 }
 
+/** Whether user Python code is running (an execution may end before it returns: see 63). */
+let pyRunning = false;
+/** Whether Pyodide failed fatally in this isolate (it is then never reused). */
+let pyCrashed = false;
+
 /** @param {ExecContext} ctx */
 async function runPython(ctx) {
   if (pyRun === null) throw new Error("python is not available: this worker was not started for python");
   let result;
   if (ctx.code.includes("wrappers")) installPythonWrappers();
   if (ctx.code.includes("skills")) await installPythonSkills(ctx.code);
+  pyRunning = true;
   try {
     result = await pyRun(ctx.code);
   } catch (e) {
     // `run` catches every Python exception: this is a Pyodide fatal error.
+    pyCrashed = true;
     throw pyCrash(e);
+  } finally {
+    pyRunning = false;
   }
   const out = JSONParse(result);
   if (out.ok) return out.value;

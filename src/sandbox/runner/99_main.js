@@ -35,6 +35,7 @@ async function main() {
   if (typeof MessageChannelCtor === "function") turnChannel = new MessageChannelCtor();
   if (runtime.prepare) await runtime.prepare();
   if (mode === "typescript") await warmUp();
+  if (mode === "python") await takeLaneBaseline();
   listen(onLine);
   send({ type: "ready" });
 }

@@ -3,7 +3,9 @@
 //
 // It never runs user code. It runs on two threads:
 // - the main thread starts execution isolates (Deno Web Workers: each a fresh V8 isolate, prepared
-//   before an execution arrives, used for one execution and then terminated) and terminates them.
+//   before an execution arrives; a TypeScript one is used for one execution and then terminated, a
+//   Python one is a lane, serving executions one after another behind its verified reset until it
+//   retires) and terminates them.
 //   Starting a Worker blocks the thread that starts it until the isolate exists (about 15 ms), and
 //   a Worker started by a Worker takes a second more to start, so this thread does nothing else.
 // - the router (a Worker the main thread starts first) holds the process's one connection to the

@@ -22,7 +22,7 @@ const StringToWellFormed = String.prototype.toWellFormed;
  * @typedef {object} Isolate
  * @property {number} id
  * @property {MessagePort | null} port its channel to the router (once the main thread started it)
- * @property {"preparing" | "ready" | "running" | "ended"} state
+ * @property {"preparing" | "ready" | "running" | "recycling" | "ended"} state
  * @property {number | null} exec the execution it runs
  * @property {number} unwritten bytes of its lines not yet written to the host
  */
@@ -38,16 +38,31 @@ let everReady = false;
 let failuresInARow = 0;
 /** How many ready isolates to keep (set by `routerMain`). */
 let stockWanted = 1;
+/**
+ * Whether an isolate serves executions one after another (a Python lane, set by `routerMain`):
+ * after its `done`, it resets and checks itself, then says `ready` again or asks to be retired
+ * (`{"type":"retire","why":...}`); TypeScript isolates serve one execution each.
+ */
+let lanes = false;
+/** How long surplus ready lanes (beyond the stock wanted) are kept once nothing runs. */
+const SURPLUS_LANE_MS = 30_000;
+let surplusTimer = null;
 
-/** Starts preparing isolates until the stock (and every waiting execution) will be served. */
+/**
+ * Starts preparing isolates until the stock (and every waiting execution) will be served. A lane
+ * being reset counts as one: it is ready again within milliseconds, a new one takes hundreds.
+ */
 function refill() {
   while (
     preparing < MAX_PREPARING && isolatesHeld < maxIsolates &&
-    stock.length + preparing < Math.max(stockWanted, everReady ? 0 : 1) + waiting.length
+    stock.length + preparing + recycling < Math.max(stockWanted, everReady ? 0 : 1) + waiting.length
   ) {
     startIsolate();
   }
 }
+
+/** Lanes resetting after their execution (`recycled` will say whether they are ready again). */
+let recycling = 0;
 
 function reportStock() {
   toHost({ v: 2, type: "stock", ready: stock.length });
@@ -151,6 +166,7 @@ function cancel(exec) {
 function fromIsolate(iso, data) {
   if (iso.state === "ended") return;
   if (iso.state === "preparing") return prepared(iso, data);
+  if (iso.state === "recycling") return recycled(iso, data);
   if (iso.state !== "running" || typeof data !== "string") return;
   const exec = iso.exec;
   if (data.length > MAX_ISOLATE_LINE) {
@@ -170,7 +186,48 @@ function fromIsolate(iso, data) {
     return;
   }
   // The runner's `done` starts with exactly this: the execution is over.
-  if (line.startsWith('{"v":1,"type":"done"')) endIsolate(iso);
+  if (line.startsWith('{"v":1,"type":"done"')) {
+    if (!lanes) return endIsolate(iso);
+    running.delete(exec);
+    iso.exec = null;
+    iso.state = "recycling";
+    recycling++;
+  }
+}
+
+/** A lane after its execution: `ready` once reset and checked, anything else retires it. */
+function recycled(iso, data) {
+  let msg = null;
+  try {
+    msg = typeof data === "string" ? JSONParse(data) : null;
+  } catch {
+    // not a line
+  }
+  if (msg?.type !== "ready") {
+    if (msg?.type === "retire") diag("lane retired: " + safeString(msg.why).slice(0, 200));
+    else diag("a lane sent something else than ready or retire after its execution");
+    endIsolate(iso);
+    refill();
+    return;
+  }
+  recycling--;
+  iso.state = "ready";
+  const next = waiting.shift();
+  if (next !== undefined) return run(iso, next[0], next[1]);
+  // The lane used last serves next: its caches are warm.
+  stock.unshift(iso);
+  reportStock();
+  trimSurplusLater();
+}
+
+/** Once nothing has run for a while, ends the ready lanes beyond the stock wanted. */
+function trimSurplusLater() {
+  if (surplusTimer !== null) clearTimeout(surplusTimer);
+  surplusTimer = setTimeout(() => {
+    surplusTimer = null;
+    if (running.size > 0) return trimSurplusLater();
+    while (stock.length > Math.max(stockWanted, 1)) endIsolate(stock[stock.length - 1]);
+  }, SURPLUS_LANE_MS);
 }
 
 function prepared(iso, data) {
@@ -228,6 +285,7 @@ function isolateFailed(iso, why) {
 /** Terminates the isolate (V8 stops it wherever it is) and forgets it. */
 function endIsolate(iso) {
   if (iso.state === "ended") return;
+  if (iso.state === "recycling") recycling--;
   if (iso.exec !== null) running.delete(iso.exec);
   if (iso.state === "ready") {
     stock.splice(stock.indexOf(iso), 1);

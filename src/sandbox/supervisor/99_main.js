@@ -44,6 +44,7 @@ async function main() {
   const setup = {
     stock: Number.isSafeInteger(stock) && stock >= 0 ? stock : 1,
     maxIsolates: Number.isSafeInteger(max) && max >= 3 ? max : 3,
+    lanes: mode === "python",
   };
   startRouter(socket, setup, { mode, pyodide });
 }
@@ -55,6 +56,7 @@ function routerMain() {
     if (typeof m.socket === "string") {
       stockWanted = m.stock;
       maxIsolates = m.maxIsolates;
+      lanes = m.lanes === true;
       try {
         await connectToHost(m.socket);
       } catch (e) {
