@@ -360,13 +360,19 @@ impl Entries {
 }
 
 /// [`TOKEN_CHARS`] characters of [`TOKEN_ALPHABET`], from the operating system's random source
-/// (a v4 UUID's 122 random bits).
+/// (a v4 UUID's 122 random bits). The first is a letter, so that no token reads as a number
+/// (`[EMAIL_123456]` would look like the numbered tokens of old).
 fn random_chars() -> String {
     let mut bits = uuid::Uuid::new_v4().as_u128();
+    let letters = &TOKEN_ALPHABET[TOKEN_ALPHABET
+        .iter()
+        .position(u8::is_ascii_alphabetic)
+        .unwrap_or(0)..];
     (0..TOKEN_CHARS)
-        .map(|_| {
-            let n = TOKEN_ALPHABET.len() as u128;
-            let c = TOKEN_ALPHABET[(bits % n) as usize] as char;
+        .map(|i| {
+            let alphabet = if i == 0 { letters } else { TOKEN_ALPHABET };
+            let n = alphabet.len() as u128;
+            let c = alphabet[(bits % n) as usize] as char;
             bits /= n;
             c
         })
