@@ -354,7 +354,9 @@ async function takeLaneBaseline() {
   const why = pyLaneReset();
   laneEnv.get("collect")();
   laneEnv.get("freeze")();
-  if (why !== "" && !why.startsWith("objects made")) throw new Error("the Python lane's baseline does not hold: " + why);
+  // (It reports the objects the baseline's own conversions made, frozen just above.) Anything
+  // else means each lane will retire after its first execution: slower, never less clean.
+  if (why !== "" && !why.startsWith("objects made")) diag("the Python lane's baseline does not hold: " + why);
   jsGlobalsBaseline = jsCheckedObjects().map(jsFingerprint);
 }
 
