@@ -1,8 +1,8 @@
 // 63_python_lane.js: Python lanes: one Pyodide serving the executions of its isolate one after
 // another, behind a verified reset (`recycleLane`). Relies on 00-02, 10, 20, 50, 56, 60, 62, 70.
 //
-// A Python isolate ("lane") keeps its Pyodide between executions: a fresh one costs about 300 ms
-// of CPU, a reset about as many ms as a function call. After each execution the lane
+// A Python isolate ("lane") keeps its Pyodide between executions: a fresh one costs 300-550 ms
+// of CPU, a reset and its check a few ms. After each execution the lane
 // - resets: a fresh `__main__`; `sys.modules` back to its baseline (modules the execution
 //   imported dropped, with the attributes they added to baseline packages); `sys.path`, the
 //   standard streams and the other hooks of `sys`, the working directory, `os.environ`, and every
@@ -10,12 +10,14 @@
 //   execution left in the in-memory file system (`/tmp`, `/home`, the staged wrappers and skills)
 //   removed; `random` reseeded (`os.urandom` draws from the platform each time);
 // - checks: every attribute of every baseline module, of builtins, of the classes they hold and
-//   of the objects with a `__dict__` they hold is the very object it was; baseline functions keep
-//   their code, defaults and closures; no trace, profile, monitoring or asyncgen hook, no audit hook
-//   (refused when added); no file outside the cleaned places changed; no object the execution
-//   made is still alive (so no task, callback or proxy of it can run later); no timer of the
-//   execution is pending; the JavaScript globals Python reaches through `js` (and the Pyodide API
-//   objects) are the very objects they were.
+//   of the objects with a `__dict__` they hold is the very object it was; no baseline function's
+//   code or defaults were assigned (an audit hook sees it); no trace, profile, monitoring or
+//   asyncgen hook, no audit hook (refused when added); no file outside the cleaned places
+//   changed; no object the execution made is still alive (so no task, callback or proxy of it
+//   can run later); no timer of the execution is pending; the JavaScript globals Python reaches
+//   through `js` (and the Pyodide API objects) are the very objects they were.
+// This is hygiene between the executions of one session, not a boundary (see
+// docs/worker-protocol.md, "Python lanes", for what it does not see).
 // Any difference retires the lane: its isolate is terminated and the next execution gets a fresh
 // one (prepared in the background as the spare). A lane is also retired after
 // `LANE_MAX_EXECUTIONS` executions, and, as before, on timeout, cancellation, crash or flood,
