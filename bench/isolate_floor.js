@@ -73,9 +73,9 @@ self.onmessage = async (e) => {
   // Kept: every later message runs one program in a fresh globals dict and drops the modules
   // it imported (the floor under a Python lane, without its check).
   const run = py.runPython(
-    "import sys\nbase = set(sys.modules)\ndef run(code):\n    g = {'__name__': '__main__'}\n" +
-      "    exec(compile(code, '<user code>', 'exec'), g)\n" +
-      "    for n in [n for n in sys.modules if n not in base]:\n        del sys.modules[n]\n    return 2\nrun",
+    "import sys\\nbase = set(sys.modules)\\ndef run(code):\\n    g = {'__name__': '__main__'}\\n" +
+      "    exec(compile(code, '<user code>', 'exec'), g)\\n" +
+      "    for n in [n for n in sys.modules if n not in base]:\\n        del sys.modules[n]\\n    return 2\\nrun",
   );
   self.onmessage = (m) => self.postMessage(run(m.data));
   self.postMessage(2);
