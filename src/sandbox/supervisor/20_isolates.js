@@ -197,12 +197,7 @@ function fromIsolate(iso, data) {
 
 /** A lane after its execution: `ready` once reset and checked, anything else retires it. */
 function recycled(iso, data) {
-  let msg = null;
-  try {
-    msg = typeof data === "string" ? JSONParse(data) : null;
-  } catch {
-    // not a line
-  }
+  const msg = isolateMessage(data);
   if (msg?.type !== "ready") {
     if (msg?.type === "retire") diag("lane retired: " + safeString(msg.why).slice(0, 200));
     else diag("a lane sent something else than ready or retire after its execution");
@@ -230,13 +225,17 @@ function trimSurplusLater() {
   }, SURPLUS_LANE_MS);
 }
 
-function prepared(iso, data) {
-  let msg = null;
+/** What an isolate says of itself (`ready`, `failed`, `retire`): the parsed line, or null. */
+function isolateMessage(data) {
   try {
-    msg = typeof data === "string" ? JSONParse(data) : null;
+    return typeof data === "string" ? JSONParse(data) : null;
   } catch {
-    // not a line
+    return null;
   }
+}
+
+function prepared(iso, data) {
+  const msg = isolateMessage(data);
   if (msg?.type === "ready") {
     preparing--;
     failuresInARow = 0;
