@@ -8,6 +8,9 @@
 // (user + system of every thread, `process.cpuUsage()`) and the wall time of:
 // - an empty Web Worker started, sent one message, answered, terminated (the isolate floor of
 //   every execution: a fresh V8 isolate per execution is at least this);
+// - a V8 context made in a kept Worker (`node:vm`, an ordinary global object), a snippet run in
+//   it, the answer sent (the floor under a TypeScript lane's execution, before the sandbox's
+//   globals are made in the context);
 // - the same Worker that first loads Pyodide, the way the sandbox does: its compiled WebAssembly
 //   module shared from this thread, its Emscripten script evaluated in the Worker, instantiated
 //   from a memory snapshot of Python made here once (the floor of a fresh Python);
@@ -43,6 +46,21 @@ await measure("empty isolate: start, one message, terminate", n, async () => {
   });
   w.terminate();
 });
+
+const contextWorker = "data:application/javascript," + encodeURIComponent(`
+const vm = await import("node:vm");
+self.onmessage = (e) => {
+  const context = vm.createContext(vm.constants.DONT_CONTEXTIFY);
+  self.postMessage(vm.runInContext("[1, 2, 3].map((x) => x * " + e.data + ").length", context));
+};`);
+const kept = new Worker(contextWorker, { type: "module" });
+await measure("fresh context in a kept isolate: make, run, answer", n * 10, async () => {
+  await new Promise((r) => {
+    kept.onmessage = r;
+    kept.postMessage(2);
+  });
+});
+kept.terminate();
 
 // Pyodide: a snapshot made here, and its parts read once, as a worker process's main thread does.
 const dirUrl = new URL("file:///");

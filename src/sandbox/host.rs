@@ -34,7 +34,7 @@ use super::outcome::{
     EndKind, Ending, OutputBuffer, RunOutcome, describe_user_error, diagnose_exit, within_deadline,
 };
 use super::proto::{self, EndReason, HostRequest, Language, ProcessMessage, WorkerMessage};
-use super::{runner, stage};
+use super::{runner, stage, typescript};
 use crate::text::prefix;
 
 /// How many answered host calls of one execution may wait for the process to read them (in the
@@ -387,7 +387,17 @@ impl WorkerProcess {
         let ending = if let Some(why) = self.gone_reason() {
             Ending::Failed(why)
         } else {
-            let execute = proto::execute_envelope(exec, self.language, code, output.limit());
+            let javascript = match self.language {
+                Language::Typescript => typescript::javascript_of(code),
+                Language::Python => None,
+            };
+            let execute = proto::execute_envelope(
+                exec,
+                self.language,
+                code,
+                javascript.as_deref(),
+                output.limit(),
+            );
             let clock = calls.clone();
             let drive = self.drive(exec, execute, &mut routed, &mut output, calls, started);
             tokio::select! {

@@ -34,3 +34,4 @@ pub mod snapshot;
 pub mod stage;
 pub(crate) mod stray;
 pub mod tap;
+pub(crate) mod typescript;

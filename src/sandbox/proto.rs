@@ -284,12 +284,13 @@ pub(crate) fn execute_envelope(
     exec: u64,
     language: Language,
     code: &str,
+    javascript: Option<&str>,
     output_limit: usize,
 ) -> String {
     envelope(
         "execute",
         exec,
-        Some(execute_line(language, code, output_limit)),
+        Some(execute_line(language, code, javascript, output_limit)),
     )
 }
 
@@ -595,14 +596,25 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
 }
 
 /// The `execute` line of an execution (inside its envelope).
-pub(crate) fn execute_line(language: Language, code: &str, output_limit: usize) -> String {
-    line(serde_json::json!({
+/// The `execute` line; `javascript` is TypeScript code with its types blanked out (`js`, see
+/// `sandbox::typescript`), when it has any.
+pub(crate) fn execute_line(
+    language: Language,
+    code: &str,
+    javascript: Option<&str>,
+    output_limit: usize,
+) -> String {
+    let mut message = serde_json::json!({
         "v": VERSION,
         "type": "execute",
         "language": language,
         "code": code,
         "outputLimit": output_limit,
-    }))
+    });
+    if let Some(js) = javascript {
+        message["js"] = Value::from(js);
+    }
+    line(message)
 }
 
 /// The answer to call `id`.
@@ -853,7 +865,7 @@ mod tests {
 
     #[test]
     fn envelopes_carry_their_line_as_a_string() {
-        let e = execute_envelope(3, Language::Python, "print(1)\n", 10);
+        let e = execute_envelope(3, Language::Python, "print(1)\n", None, 10);
         assert_eq!(e.matches('\n').count(), 1);
         let v: Value = serde_json::from_str(&e).unwrap();
         assert_eq!(
@@ -874,7 +886,7 @@ mod tests {
 
     #[test]
     fn host_lines_are_single_lines() {
-        let l = execute_line(Language::Typescript, "a\nb", 10);
+        let l = execute_line(Language::Typescript, "a\nb", None, 10);
         assert_eq!(l.matches('\n').count(), 1);
         assert!(l.ends_with('\n'));
         let r = reply_line(1, &Err("no\nway".into()));

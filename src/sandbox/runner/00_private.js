@@ -1,6 +1,7 @@
-// The isolate runner: what runs in every execution isolate (a Deno Web Worker: a V8 isolate; for
-// TypeScript a fresh one per execution, for Python a lane serving executions one after another
-// behind a verified reset, see 63) of a jailed worker process.
+// The isolate runner: what runs in every execution isolate (a Deno Web Worker: a V8 isolate, a
+// lane serving the session's executions one after another: for TypeScript each in a fresh V8
+// context, see 51; for Python in the lane's Pyodide behind a verified reset, see 63) of a jailed
+// worker process.
 //
 // This script owns the execution side of the protocol (docs/worker-protocol.md): the `callMCPTool`
 // / `searchTools` / `getToolSchema` / `listServers` globals that turn into host calls, console

@@ -11,10 +11,22 @@ function safeString(v) {
     return String(v);
   } catch {
     try {
-      return inspect(v, { colors: false });
+      return inspect(v, { colors: false, customInspect: inspectCustom });
     } catch {
       return "[unprintable value]";
     }
+  }
+}
+
+const ArrayBufferByteLengthGet = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, "byteLength").get;
+
+/** Whether `v` is an ArrayBuffer of any realm (a context's too: `instanceof` is false there, see 51). */
+function isArrayBuffer(v) {
+  try {
+    ReflectApply(ArrayBufferByteLengthGet, v, []);
+    return true;
+  } catch {
+    return false;
   }
 }
 

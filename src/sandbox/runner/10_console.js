@@ -138,7 +138,7 @@ function formatArgs(args) {
   }
   if (inspectArgs !== null) {
     try {
-      return inspectArgs(args, { ...INSPECT_OPTIONS });
+      return inspectArgs(args, { ...INSPECT_OPTIONS, customInspect: inspectCustom });
     } catch {
       // fall through to the simple formatter
     }
@@ -154,7 +154,10 @@ function formatArgs(args) {
 
 function inspectValue(v, options) {
   try {
-    return inspect(v, { ...INSPECT_OPTIONS, ...options, colors: false });
+    const opts = { ...INSPECT_OPTIONS, ...options, colors: false };
+    // A value of a context is formatted without its custom inspect hooks, whatever `options` say (51).
+    if (!inspectCustom) opts.customInspect = false;
+    return inspect(v, opts);
   } catch {
     return safeString(v);
   }
@@ -186,6 +189,11 @@ function makeConsole() {
     table(data, properties) {
       if (tableConsole !== null) {
         try {
+          // Deno's table formats cells with their custom inspect hooks: a context's data is copied first (51).
+          if (!inspectCustom) {
+            data = JSONParse(JSONStringify(data));
+            if (properties !== undefined) properties = JSONParse(JSONStringify(properties));
+          }
           tableConsole.table(data, properties);
           return;
         } catch {

@@ -29,7 +29,7 @@ function workspacePath(path, fn) {
 /** The bytes of `data` (a Uint8Array, another typed array or DataView, or an ArrayBuffer). */
 function bytesOf(data, fn) {
   if (data instanceof Uint8Array) return data;
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (isArrayBuffer(data)) return new Uint8Array(data);
   if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   throw new TypeError(`${fn}: bytes must be a Uint8Array or an ArrayBuffer (for text, use workspace.writeText)`);
 }

@@ -17,7 +17,7 @@ const USER_LOCATION_RE = new RegExp(
 );
 const RUNNER_URL_RE = /data:application\/javascript;base64,[A-Za-z0-9+\/=]*(?:\.{3,}[A-Za-z0-9+\/=]*)?/g;
 /** Stack frames that are not the user's: this runner's and Deno's internal (`ext:`) ones. */
-const FOREIGN_FRAME_RE = /^\s*at (?:.*[( ])?(?:data:application\/javascript;base64,|ext:)/;
+const FOREIGN_FRAME_RE = /^\s*at (?:.*[( ])?(?:data:application\/javascript;base64,|ext:|code-executor-context\.js)/;
 
 /** `1 | <wrapper>` in a code frame, with the caret line below it (if any) to shift left too. */
 const FRAME_LINE1_RE = new RegExp(
@@ -157,7 +157,7 @@ function image(bytes, mimeType = "image/png") {
     data = base64Bytes(decoded);
   } else if (bytes instanceof Uint8Array) {
     data = base64Bytes(bytes);
-  } else if (bytes instanceof ArrayBuffer) {
+  } else if (isArrayBuffer(bytes)) {
     data = base64Bytes(new Uint8Array(bytes));
   } else if (ArrayBuffer.isView(bytes)) {
     data = base64Bytes(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));

@@ -82,9 +82,10 @@ function afterDone() {
   executing = false;
   stopReading();
   pendingCalls.clear();
-  // A Python lane serves the next execution once reset and checked (63), or asks to be retired.
-  if (laneEnv !== null) {
-    recycleLane().then(
+  // A lane serves the next execution once reset and checked (51, 63), or asks to be retired.
+  const recycle = laneEnv !== null ? recycleLane : launch.mode === "typescript" ? recycleTypeScriptLane : null;
+  if (recycle !== null) {
+    recycle().then(
       (why) => send(why === null ? { type: "ready" } : { type: "retire", why }),
       (e) => send({ type: "retire", why: "the reset failed: " + oneLine(e) }),
     );
@@ -120,25 +121,38 @@ function onAsyncError(err) {
  */
 
 /**
- * Language runtimes. `run` returns the user program's value or throws its error; `prepare` runs
- * before `ready` when the launch arguments name the runtime.
- * @type {Record<string, {prepare?: () => Promise<void>, run: (ctx: ExecContext) => Promise<unknown>}>}
+ * Language runtimes. `run` returns the user program's value in a box, `{value}` (a value of a
+ * context is never awaited by the lane, see 51), or throws its error; `prepare` runs before
+ * `ready` when the launch arguments name the runtime.
+ * @type {Record<string, {prepare?: () => Promise<void>, run: (ctx: ExecContext) => Promise<{value: unknown}>}>}
  */
 const RUNTIMES = {
-  typescript: { run: runTypeScript },
+  typescript: { prepare: prepareContexts, run: runTypeScript },
   python: { prepare: preparePython, run: runPython },
 };
 
 /** @param {ExecContext} ctx */
 async function runTypeScript(ctx) {
+  // In a fresh context when it can run there (51): the code, or the JavaScript the host made of
+  // it (`js`: its types blanked out, every other character where it was).
+  const js = typeof ctx.message.js === "string" ? ctx.message.js : ctx.code;
+  if (contextEligible(js)) {
+    const plainJs = buildTypeScriptVariants(js);
+    if (plainJs.maybePlainJs) {
+      const inContext = runInFreshContext(plainJs.variants[0], plainJs.variants[0].mapLocation);
+      if (inContext !== null) return await inContext;
+    }
+  }
   const guarded = guardModule(ctx.code);
   const { variants, maybePlainJs } = buildTypeScriptVariants(guarded.source);
   const toUser = (variant) => (line, col) => {
     const at = variant.mapLocation(line, col);
     return guarded.mapLocation === null ? at : guarded.mapLocation(at[0], at[1]);
   };
+  // From here on, the code runs in this isolate's own realm (a lane then retires, see 51).
+  laneRealmUsed = true;
   const plain = maybePlainJs ? compilePlainJs(variants[0], toUser(variants[0])) : null;
-  if (plain !== null) return await ReflectApply(plain, undefined, []);
+  if (plain !== null) return { __proto__: null, value: await ReflectApply(plain, undefined, []) };
   let mod;
   let lastError;
   for (const variant of variants) {
@@ -166,7 +180,7 @@ async function runTypeScript(ctx) {
     }
     throw lastError;
   }
-  return await ReflectApply(mod.default, undefined, []);
+  return { __proto__: null, value: await ReflectApply(mod.default, undefined, []) };
 }
 
 /**

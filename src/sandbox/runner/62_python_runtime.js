@@ -76,7 +76,7 @@ async function runPython(ctx) {
     pyRunning = false;
   }
   const out = JSONParse(result);
-  if (out.ok) return out.value;
+  if (out.ok) return { __proto__: null, value: out.value };
   const { name, message, stack } = out.error;
   const err = new Error(message);
   ObjectDefineProperty(err, "name", { value: name, writable: true, configurable: true });

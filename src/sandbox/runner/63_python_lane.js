@@ -439,6 +439,7 @@ function resetExecutionState() {
   groupIndent = "";
   pendingCalls.clear();
   currentModuleMapper = null;
+  inspectCustom = true;
   skillUrls.clear();
   skillTexts.clear();
   for (const writer of pyWriters) writer.reset();

@@ -22,7 +22,7 @@ async function execute(msg) {
     if (runtime === undefined) throw new Error(`unsupported language: ${safeString(language)}`);
     executionLanguage = language;
     if (typeof msg.code !== "string") throw new TypeError("execute: code must be a string");
-    const value = await PromiseCtor.race([runtime.run({ code: msg.code, message: msg }), failure]);
+    const { value } = await PromiseCtor.race([runtime.run({ code: msg.code, message: msg }), failure]);
     // One macrotask turn so errors thrown by already-due callbacks and rejections left
     // unhandled by the final microtasks still count.
     await macrotaskTurn();
@@ -65,16 +65,29 @@ function macrotaskTurn() {
 }
 
 /**
+ * A timer's delay as a number of milliseconds Deno's timers take without a warning: with Node's
+ * compatibility layer loaded (a TypeScript lane loads `node:vm`), a negative, NaN or too large
+ * delay makes them emit a Node warning through a `process` global this realm does not have.
+ */
+function timerDelay(delay) {
+  const ms = NumberCtor(delay);
+  if (!(ms > 0)) return 0;
+  return ms > MAX_TIMER_DELAY ? MAX_TIMER_DELAY : ms;
+}
+const NumberCtor = Number;
+const MAX_TIMER_DELAY = 2 ** 31 - 1;
+
+/**
  * The timer globals for user code: Deno's, plus the bookkeeping of `userTimers` (an interval
  * counts as always due until it is cleared).
  */
 function makeTimerGlobals() {
   function setTimeout(callback, delay, ...args) {
-    const ms = Number(delay);
-    const due = performanceNow() + (ms > 0 ? ms : 0);
+    const ms = timerDelay(delay);
+    const due = performanceNow() + ms;
     if (typeof callback !== "function") {
       // A string is evaluated when the timer fires: guarded like `eval`.
-      const other = setTimeoutPrivate(guardScript(callback), delay, ...args);
+      const other = setTimeoutPrivate(guardScript(callback), ms, ...args);
       userTimers.set(other, -Infinity); // when it runs is unknown: always treated as due
       return other;
     }
@@ -82,12 +95,12 @@ function makeTimerGlobals() {
       userTimers.delete(id);
       return ReflectApply(callback, this, args);
     };
-    const id = setTimeoutPrivate(run, delay);
+    const id = setTimeoutPrivate(run, ms);
     userTimers.set(id, due);
     return id;
   }
   function setInterval(callback, delay, ...args) {
-    const id = setIntervalPrivate(typeof callback === "function" ? callback : guardScript(callback), delay, ...args);
+    const id = setIntervalPrivate(typeof callback === "function" ? callback : guardScript(callback), timerDelay(delay), ...args);
     userTimers.set(id, -Infinity);
     return id;
   }

@@ -12,11 +12,16 @@
  */
 async function warmUp() {
   try {
-    valueToJson(await runTypeScript({ code: 'const x = [1, { a: "b" }];\nx', message: {} }));
+    valueToJson((await runTypeScript({ code: 'const x = [1, { a: "b" }];\nx', message: {} })).value);
     formatArgs(["x", 1]);
   } catch {
     // not fatal: the real execution reports any problem
   }
+  // Only the runner's own program ran (in a context when the lane has them).
+  laneRealmUsed = false;
+  contextEpoch++;
+  currentContext = null;
+  inspectCustom = true;
   currentModuleMapper = null;
   await macrotaskTurn();
 }
@@ -28,6 +33,7 @@ async function warmUp() {
  */
 async function main() {
   const mode = launch.mode;
+  if (mode === "typescript") await loadContexts();
   installEnvironment();
   if (mode === "snapshot") return await makeSnapshot();
   const runtime = typeof mode === "string" && Object.hasOwn(RUNTIMES, mode) ? RUNTIMES[mode] : undefined;

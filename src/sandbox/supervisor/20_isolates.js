@@ -25,6 +25,7 @@ const StringToWellFormed = String.prototype.toWellFormed;
  * @property {"preparing" | "ready" | "running" | "recycling" | "ended"} state
  * @property {number | null} exec the execution it runs
  * @property {number} unwritten bytes of its lines not yet written to the host
+ * @property {number} [recycleTimer] while it recycles, the timer that ends it if it is not ready in time
  */
 
 /** Ready isolates, oldest first. @type {Isolate[]} */
@@ -39,11 +40,17 @@ let failuresInARow = 0;
 /** How many ready isolates to keep (set by `routerMain`). */
 let stockWanted = 1;
 /**
- * Whether an isolate serves executions one after another (a Python lane, set by `routerMain`):
- * after its `done`, it resets and checks itself, then says `ready` again or asks to be retired
- * (`{"type":"retire","why":...}`); TypeScript isolates serve one execution each.
+ * Whether an isolate serves executions one after another (a lane, set by `routerMain`): after
+ * its `done`, it resets and checks itself, then says `ready` again or asks to be retired
+ * (`{"type":"retire","why":...}`). A TypeScript lane runs each execution in a fresh context; a
+ * Python lane keeps its Pyodide behind a verified reset.
  */
 let lanes = false;
+/**
+ * How long a lane may take to say `ready` after its execution: one that does not (code of the
+ * ended execution keeps its event loop busy) is ended.
+ */
+const RECYCLE_MS = 5_000;
 /** How long surplus ready lanes (beyond the stock wanted) are kept once nothing runs. */
 const SURPLUS_LANE_MS = 30_000;
 let surplusTimer = null;
@@ -192,11 +199,18 @@ function fromIsolate(iso, data) {
     iso.exec = null;
     iso.state = "recycling";
     recycling++;
+    iso.recycleTimer = setTimeout(() => {
+      if (iso.state !== "recycling") return;
+      diag("lane retired: not ready " + RECYCLE_MS + " ms after its execution");
+      endIsolate(iso);
+      refill();
+    }, RECYCLE_MS);
   }
 }
 
 /** A lane after its execution: `ready` once reset and checked, anything else retires it. */
 function recycled(iso, data) {
+  clearTimeout(iso.recycleTimer);
   const msg = isolateMessage(data);
   if (msg?.type !== "ready") {
     if (msg?.type === "retire") diag("lane retired: " + safeString(msg.why).slice(0, 200));
@@ -284,7 +298,10 @@ function isolateFailed(iso, why) {
 /** Terminates the isolate (V8 stops it wherever it is) and forgets it. */
 function endIsolate(iso) {
   if (iso.state === "ended") return;
-  if (iso.state === "recycling") recycling--;
+  if (iso.state === "recycling") {
+    recycling--;
+    clearTimeout(iso.recycleTimer);
+  }
   if (iso.exec !== null) running.delete(iso.exec);
   if (iso.state === "ready") {
     stock.splice(stock.indexOf(iso), 1);

@@ -44,7 +44,7 @@ async function main() {
   const setup = {
     stock: Number.isSafeInteger(stock) && stock >= 0 ? stock : 1,
     maxIsolates: Number.isSafeInteger(max) && max >= 3 ? max : 3,
-    lanes: mode === "python",
+    lanes: true,
   };
   startRouter(socket, setup, { mode, pyodide });
 }
