@@ -451,3 +451,20 @@ def test_an_infinite_loop_in_one_lane_leaves_the_other_lanes_unharmed(client: Mc
     assert not looped.success and "timed out" in (looped.error or ""), looped.describe()
     assert crossed.success and crossed.result == "across", crossed.describe()
     assert ok(client, "6 * 7").result == 42
+
+
+def test_finalization_callbacks_are_the_executions_own(client: McpClient) -> None:
+    # A finalization callback runs whenever V8 collects, maybe during a later execution: code gets
+    # only the registry constructor that stops its callbacks once its execution ended, however it
+    # reaches it.
+    mark = log_mark(client)
+    ex = ok(client, """
+const r = new FinalizationRegistry(() => {});
+r.register({}, 1);
+const reached = [Object.getPrototypeOf(r).constructor, FinalizationRegistry.prototype.constructor, r.constructor];
+let refused = "";
+try { FinalizationRegistry(() => {}); } catch (e) { refused = e.name; }
+return [reached.every((c) => c === FinalizationRegistry), FinalizationRegistry.name, refused];
+""")
+    assert lanes_since(client, mark), "runs in a context"
+    assert ex.result == [True, "FinalizationRegistry", "TypeError"], ex.describe()

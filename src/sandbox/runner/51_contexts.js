@@ -335,6 +335,20 @@ function laneTag() {
  * retires. The ended execution's context gets no answer from now on and its timers are cleared.
  */
 async function recycleTypeScriptLane() {
+  endContext();
+  if (laneRealmUsed) return "the execution ran in the lane's own realm";
+  await macrotaskTurn();
+  laneExecutions++;
+  if (laneExecutions >= LANE_MAX_EXECUTIONS) return `served ${laneExecutions} executions`;
+  resetExecutionState();
+  return null;
+}
+
+/**
+ * Ends the current context's execution for the lane: its later calls are refused (so it can set
+ * no timer either), its timers are cleared, its finalization callbacks stopped, and it is dropped.
+ */
+function endContext() {
   contextEpoch++;
   try {
     currentContext?.end();
@@ -342,16 +356,9 @@ async function recycleTypeScriptLane() {
     // the shim's `end` does not throw
   }
   currentContext = null;
+  inspectCustom = true;
   for (const id of userTimers.keys()) clearTimeoutPrivate(id);
   userTimers.clear();
-  if (laneRealmUsed) return "the execution ran in the lane's own realm";
-  await macrotaskTurn();
-  laneExecutions++;
-  if (laneExecutions >= LANE_MAX_EXECUTIONS) return `served ${laneExecutions} executions`;
-  for (const id of userTimers.keys()) clearTimeoutPrivate(id);
-  userTimers.clear();
-  resetExecutionState();
-  return null;
 }
 
 /**

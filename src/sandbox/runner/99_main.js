@@ -19,9 +19,7 @@ async function warmUp() {
   }
   // Only the runner's own program ran (in a context when the lane has them).
   laneRealmUsed = false;
-  contextEpoch++;
-  currentContext = null;
-  inspectCustom = true;
+  endContext();
   currentModuleMapper = null;
   await macrotaskTurn();
 }
