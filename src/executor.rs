@@ -209,27 +209,21 @@ impl Executor {
         wiring: Wiring,
         warm: bool,
     ) -> Self {
-        let policy = |stock, spare_from_start| ProcessPolicy {
+        let policy = |stock, max_lanes, spare_from_start| ProcessPolicy {
             stock,
+            max_lanes,
             max_executions: settings.worker_process_executions,
             max_age: settings.worker_process_lifetime,
             max_sessions: settings.max_concurrent_executions + 4,
             spare_from_start,
         };
+        let ts_lanes = settings.max_lanes_typescript();
+        let ts_policy = policy(settings.pool_size_typescript, ts_lanes, true);
+        let py_policy = policy(settings.pool_size_python, settings.max_lanes_python, false);
         let (running, waiting) = wiring.metrics.execution_gauges();
         Executor {
-            typescript: ProcessPool::start(
-                worker.clone(),
-                Language::Typescript,
-                policy(settings.pool_size_typescript, true),
-                warm,
-            ),
-            python: ProcessPool::start(
-                worker,
-                Language::Python,
-                policy(settings.pool_size_python, false),
-                warm,
-            ),
+            typescript: ProcessPool::start(worker.clone(), Language::Typescript, ts_policy, warm),
+            python: ProcessPool::start(worker, Language::Python, py_policy, warm),
             admission: Admission::new(
                 settings.max_concurrent_executions,
                 settings.max_queued_executions,

@@ -20,6 +20,7 @@ use code_executor::front;
 use code_executor::front::http::{ALLOW_UNAUTHENTICATED_NETWORK, Exposure, HttpAccess};
 use code_executor::ops::metrics;
 use code_executor::sandbox::host::WorkerProcess;
+use code_executor::sandbox::launch::Lanes;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
@@ -494,7 +495,13 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
             .clone()
             .unwrap_or_else(|| format!("{} does not run", app.runtimes.deno.display())),
     );
-    match WorkerProcess::start(&app.worker, Language::Typescript, 1).await {
+    match WorkerProcess::start(
+        &app.worker,
+        Language::Typescript,
+        Lanes { ready: 1, most: 1 },
+    )
+    .await
+    {
         Ok(_) => report(true, "sandbox", "a jailed worker process starts".into()),
         Err(e) => report(false, "sandbox", e.to_string()),
     }

@@ -115,8 +115,14 @@ pub(crate) struct RawSettings {
     /// Execution isolates (Pyodide loaded) each Python worker process keeps prepared; with any,
     /// one spare process is also kept started. 0 disables both. Default 1.
     pub pool_size_python: Option<usize>,
-    /// Executions a worker process runs (each in a fresh isolate) before it is replaced.
-    /// Default 1000.
+    /// The most lanes a client session's TypeScript process holds at once (each serves
+    /// executions one after another, each in a fresh context); executions beyond them wait for
+    /// one. Default: `max_concurrent_executions` (none waits).
+    pub max_lanes_typescript: Option<usize>,
+    /// The same for Python (each lane holds a Pyodide, about 70 MiB). Default 2: with more, the
+    /// executions of one session share the same cores, only using more memory.
+    pub max_lanes_python: Option<usize>,
+    /// Executions a worker process runs (on its lanes) before it is replaced. Default 1000.
     pub worker_process_executions: Option<u64>,
     /// Seconds a worker process serves before it is replaced. Default 1800.
     pub worker_process_lifetime_s: Option<u64>,
@@ -329,6 +335,9 @@ pub struct Settings {
     pub max_queued_executions_per_principal: Option<usize>,
     pub pool_size_typescript: usize,
     pub pool_size_python: usize,
+    /// As set; [`Settings::max_lanes_typescript`] applies the default.
+    pub max_lanes_typescript: Option<usize>,
+    pub max_lanes_python: usize,
     pub worker_process_executions: u64,
     pub worker_process_lifetime: Duration,
     pub max_code_bytes: usize,
@@ -465,6 +474,8 @@ impl Settings {
             max_queued_executions_per_principal: raw.max_queued_executions_per_principal,
             pool_size_typescript: raw.pool_size_typescript.unwrap_or(2),
             pool_size_python: raw.pool_size_python.unwrap_or(1),
+            max_lanes_typescript: raw.max_lanes_typescript,
+            max_lanes_python: raw.max_lanes_python.unwrap_or(2),
             worker_process_executions: raw.worker_process_executions.unwrap_or(1000),
             worker_process_lifetime: Duration::from_secs(
                 raw.worker_process_lifetime_s.unwrap_or(1800),
@@ -543,6 +554,12 @@ impl Settings {
         u64::from(self.heap_limit_mb) + RUNTIME_MEMORY_MB
     }
 
+    /// The most lanes a client session's TypeScript process holds at once.
+    pub fn max_lanes_typescript(&self) -> usize {
+        self.max_lanes_typescript
+            .unwrap_or(self.max_concurrent_executions)
+    }
+
     /// What one HTTP principal may hold of the execution slots and of the queue: the settings
     /// `max_concurrent_executions_per_principal` and `max_queued_executions_per_principal`, by
     /// default half of each (rounded up) when the server has no token, since each peer address
@@ -603,6 +620,15 @@ impl Settings {
         }
         if self.pool_size_python > 16 {
             return invalid("pool_size_python", "must be at most 16");
+        }
+        if self
+            .max_lanes_typescript
+            .is_some_and(|n| !(1..=64).contains(&n))
+        {
+            return invalid("max_lanes_typescript", "must be between 1 and 64");
+        }
+        if !(1..=16).contains(&self.max_lanes_python) {
+            return invalid("max_lanes_python", "must be between 1 and 16");
         }
         if self.worker_process_executions == 0 {
             return invalid("worker_process_executions", "must be positive");

@@ -58,8 +58,8 @@ pub(crate) enum Purpose<'a> {
         language: Language,
         /// The host's socket, the process's one connection to the host.
         socket: &'a Path,
-        /// Isolates it keeps prepared.
-        stock: usize,
+        /// Lanes it keeps ready, and the most it holds.
+        lanes: Lanes,
         /// The verified Pyodide memory snapshot Python isolates start from.
         snapshot: Option<&'a Path>,
         /// The process's private copy of the wrapper modules, readable by it.
@@ -69,15 +69,31 @@ pub(crate) enum Purpose<'a> {
     Snapshot { out: &'a Path },
 }
 
+/// The lanes of a worker process: isolates that each serve its executions one after another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lanes {
+    /// Lanes kept ready for the next executions (0: none is started before one is asked for).
+    pub ready: usize,
+    /// The most lanes the process holds at once (ready, running or resetting); executions
+    /// beyond them wait for one.
+    pub most: usize,
+}
+
 /// The environment of every Deno process of the sandbox, besides `DENO_DIR` (none of it is
 /// readable by user code: no `--allow-env`). Deno writes no transpiled module to its cache
 /// (each process's `DENO_DIR` is read-only to it: with no cache on disk, nothing one execution
 /// loads is there for another), and the C allocator keeps two arenas rather than one per
 /// isolate thread (freed isolates' memory goes back instead of lingering in idle arenas: a
 /// Python process held 554 MiB after 100 executions with one per thread, 224 MiB with two).
-const ENVIRONMENT: [(&str, &str); 2] = [
+/// Allocations over 128 KiB are always mapped on their own and unmapped when freed: with glibc's
+/// sliding threshold, the 30 MB snapshot each Python lane reads came from the heap afterwards
+/// and stayed there once freed (a Python process with one lane: 237 MiB resident, 161 MiB so).
+/// (glibc's own names for these two tunables: its `GLIBC_TUNABLES` holding both is rewritten
+/// in place into what reads as two variables in `/proc/<pid>/environ`.)
+const ENVIRONMENT: [(&str, &str); 3] = [
     ("DENO_EMIT_CACHE_MODE", "disable"),
-    ("GLIBC_TUNABLES", "glibc.malloc.arena_max=2"),
+    ("MALLOC_ARENA_MAX", "2"),
+    ("MALLOC_MMAP_THRESHOLD_", "131072"),
 ];
 
 /// The names of the only variables a worker process is given (the appliance's posture checks
@@ -115,7 +131,7 @@ impl WorkerConfig {
             Purpose::Process {
                 language,
                 socket,
-                stock,
+                lanes,
                 snapshot,
                 wrappers,
             } => {
@@ -124,8 +140,9 @@ impl WorkerConfig {
                 // Script arguments (`Deno.args`), see the supervisor's opening comment.
                 cmd.arg(language.as_str())
                     .arg(socket)
-                    .arg(stock.to_string())
-                    .arg(self.jail.max_isolates.to_string());
+                    .arg(lanes.ready.to_string())
+                    .arg(self.jail.max_isolates.to_string())
+                    .arg(lanes.most.to_string());
                 if language == Language::Python {
                     cmd.arg(&self.pyodide_dir);
                     if let Some(snapshot) = snapshot {
@@ -283,7 +300,7 @@ mod tests {
         let process = Purpose::Process {
             language: Language::Typescript,
             socket: Path::new("/w/host.sock"),
-            stock: 2,
+            lanes: Lanes { ready: 2, most: 4 },
             snapshot: None,
             wrappers: None,
         };
@@ -301,13 +318,18 @@ mod tests {
             ]
         );
         assert_eq!(
-            args[args.len() - 4..],
-            ["typescript", "/w/host.sock", "2", "16"]
+            args[args.len() - 5..],
+            ["typescript", "/w/host.sock", "2", "16", "4"]
         );
         let envs: Vec<_> = cmd.as_std().get_envs().map(|(k, _)| k.to_owned()).collect();
         assert_eq!(
             envs,
-            ["DENO_DIR", "DENO_EMIT_CACHE_MODE", "GLIBC_TUNABLES"],
+            [
+                "DENO_DIR",
+                "DENO_EMIT_CACHE_MODE",
+                "MALLOC_ARENA_MAX",
+                "MALLOC_MMAP_THRESHOLD_"
+            ],
             "nothing of the server's environment"
         );
         assert_eq!(cmd.as_std().get_current_dir(), Some(Path::new("/w/cwd")));
@@ -321,7 +343,7 @@ mod tests {
         let process = Purpose::Process {
             language: Language::Python,
             socket: Path::new("/w/s"),
-            stock: 1,
+            lanes: Lanes { ready: 1, most: 2 },
             snapshot: Some(Path::new("/c/py.snapshot")),
             wrappers: Some(Path::new("/w/cwd/wrappers")),
         };
@@ -334,10 +356,18 @@ mod tests {
             allowed(&args)[1],
             "--allow-read=/w/s,/w/cwd/wrappers,/rt/pyodide,/c/py.snapshot"
         );
-        let tail = &args[args.len() - 6..];
+        let tail = &args[args.len() - 7..];
         assert_eq!(
             tail,
-            ["python", "/w/s", "1", "16", "/rt/pyodide", "/c/py.snapshot"]
+            [
+                "python",
+                "/w/s",
+                "1",
+                "16",
+                "2",
+                "/rt/pyodide",
+                "/c/py.snapshot"
+            ]
         );
     }
 

@@ -1,9 +1,11 @@
 //! The sandbox: jailed Deno worker processes that run untrusted code, one process per client
-//! session and language, one fresh V8 isolate (a Deno Web Worker) per execution.
+//! session and language, executions on long-lived lanes (Deno Web Workers): a fresh V8 context
+//! per TypeScript execution, a Pyodide interpreter behind a verified reset per Python one.
 //!
 //! - `proto`: the host↔process envelopes and the execution lines inside them (pure data).
 //! - `launch`: how a Deno process is started ([`launch::WorkerConfig`], the one command builder).
-//! - `host`: spawning a worker process, its private socket, driving executions in it, killing it.
+//! - `host`: spawning a worker process, its private socket, driving executions in it, killing it;
+//!   `data_limits`: its data limit, fitted to the isolates it holds.
 //! - `outcome`: how a run ended, the output cap, the words for failures.
 //! - `tap`: the newest lines of a running execution's output, bounded, for live reporting.
 //! - `pool`: worker processes by client session, their retirement, the spare process.
@@ -19,6 +21,7 @@
 //! - `runner`: the JavaScript of a worker process: the supervisor (`supervisor/`) and the
 //!   isolate runner (`runner/`), each numbered plain scripts joined in order into one source.
 
+pub(crate) mod data_limits;
 pub mod fs_rules;
 pub mod host;
 #[allow(unsafe_code)]

@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::host::{SpawnError, WorkerProcess};
-use super::launch::WorkerConfig;
+use super::launch::{Lanes, WorkerConfig};
 use super::proto::Language;
 use super::stage;
 use super::stray::StrayWatch;
@@ -39,6 +39,8 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 pub(crate) struct ProcessPolicy {
     /// Isolates each process keeps prepared; 0 keeps none (and no spare process).
     pub stock: usize,
+    /// The most lanes each process holds at once (see [`Lanes::most`]).
+    pub max_lanes: usize,
     /// Executions a process runs before it is retired.
     pub max_executions: u64,
     /// How long a process serves before it is retired.
@@ -97,24 +99,29 @@ impl ProcessPool {
     /// spare (now bound to it), else one started now.
     pub(crate) async fn acquire(&self, session: &str) -> Result<Arc<WorkerProcess>, SpawnError> {
         *self.last_acquired.lock().expect("last acquired lock") = std::time::Instant::now();
-        if !self.spare_wanted.swap(true, Ordering::Relaxed) {
-            self.wanted.notify_one();
-        }
+        // A spare asked for by the language's first execution starts once that execution has its
+        // process: two processes loading a runtime at once would each take twice as long.
+        let first_use = !self.spare_wanted.swap(true, Ordering::Relaxed);
         if let Some(process) = self.serving(session) {
+            if first_use {
+                self.wanted.notify_one();
+            }
             return Ok(process);
         }
         let _binding = self.binding.lock().await;
         if let Some(process) = self.serving(session) {
+            self.wanted.notify_one();
             return Ok(process);
         }
         let spare = self.spare.lock().expect("spare lock").take();
-        self.wanted.notify_one();
         let wrappers = self.current_wrappers();
         let process = match spare.filter(|p| p.is_serving() && p.wrappers() == wrappers.as_deref())
         {
-            Some(process) => process,
-            None => self.start_one().await?,
+            Some(process) => Ok(process),
+            None => self.start_one().await,
         };
+        self.wanted.notify_one();
+        let process = process?;
         let evicted = {
             let mut bound = self.bound.lock().expect("bound lock");
             bound.insert(session.to_string(), process.clone());
@@ -184,7 +191,13 @@ impl ProcessPool {
     /// dropped (logged loudly) and the start retried without it, so Python keeps working, only
     /// slower to start.
     async fn start_one(&self) -> Result<Arc<WorkerProcess>, SpawnError> {
-        let start = || WorkerProcess::start(&self.config, self.language, self.policy.stock);
+        let start = || {
+            let lanes = Lanes {
+                ready: self.policy.stock,
+                most: self.policy.max_lanes,
+            };
+            WorkerProcess::start(&self.config, self.language, lanes)
+        };
         match start().await {
             Err(SpawnError::SnapshotUnusable(reason)) => {
                 tracing::error!("discarding the Pyodide snapshot: {reason}");

@@ -182,3 +182,24 @@ def test_an_error_leaves_the_lane_ready(client: McpClient) -> None:
     first = ex.result
     lane, value = next_lane(client, "'clean'")
     assert value == "clean" and lane == first, (lane, first)
+
+
+def test_executions_beyond_the_lanes_wait_for_one(start_server) -> None:
+    """`max_lanes_python` bounds the Pyodides a session's process holds: with 1, three executions
+    sent at once all succeed, one after another in the one lane (each starts once the one before
+    it has ended)."""
+    client = start_server({"CODE_EXECUTOR_MAX_LANES_PYTHON": "1"})
+    code = (
+        "import asyncio, js, time\nt0 = time.time()\nawait asyncio.sleep(0.5)\n"
+        "[js.performance.timeOrigin, t0, time.time()]"
+    )
+    replies = client.call_many([("executePython", {"code": code})] * 3, timeout=120)
+    runs = []
+    for reply in replies:
+        sc = reply.structured_content or {}
+        assert sc.get("success") is True, sc
+        runs.append(sc["result"])
+    runs.sort(key=lambda run: run[1])
+    assert len({lane for lane, _, _ in runs}) == 1, runs
+    for (_, _, ended), (_, started, _) in zip(runs, runs[1:]):
+        assert started >= ended, runs

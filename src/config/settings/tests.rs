@@ -177,6 +177,42 @@ fn out_of_range_is_refused() {
 }
 
 #[test]
+fn lanes_default_to_two_pyodides_and_as_many_contexts_as_may_run() {
+    let s = Settings::validate(RawSettings::default(), None).unwrap();
+    assert_eq!(s.max_lanes_python, 2);
+    assert_eq!(s.max_lanes_typescript(), s.max_concurrent_executions);
+    let raw = RawSettings {
+        max_lanes_typescript: Some(3),
+        ..Default::default()
+    };
+    assert_eq!(
+        Settings::validate(raw, None)
+            .unwrap()
+            .max_lanes_typescript(),
+        3
+    );
+    for (raw, name) in [
+        (
+            RawSettings {
+                max_lanes_python: Some(0),
+                ..Default::default()
+            },
+            "max_lanes_python",
+        ),
+        (
+            RawSettings {
+                max_lanes_typescript: Some(0),
+                ..Default::default()
+            },
+            "max_lanes_typescript",
+        ),
+    ] {
+        let err = Settings::validate(raw, None).unwrap_err().to_string();
+        assert!(err.contains(name), "{err}");
+    }
+}
+
+#[test]
 fn a_principal_gets_half_the_slots_without_a_token_and_all_with_one() {
     let mut s = Settings::validate(RawSettings::default(), None).unwrap();
     assert_eq!(

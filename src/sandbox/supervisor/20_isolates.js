@@ -40,6 +40,11 @@ let failuresInARow = 0;
 /** How many ready isolates to keep (set by `routerMain`). */
 let stockWanted = 1;
 /**
+ * The most lanes held at once, ready, preparing, running or resetting (set by `routerMain`):
+ * executions beyond them wait for one.
+ */
+let maxLanes = Infinity;
+/**
  * Whether an isolate serves executions one after another (a lane, set by `routerMain`): after
  * its `done`, it resets and checks itself, then says `ready` again or asks to be retired
  * (`{"type":"retire","why":...}`). A TypeScript lane runs each execution in a fresh context; a
@@ -56,12 +61,14 @@ const SURPLUS_LANE_MS = 30_000;
 let surplusTimer = null;
 
 /**
- * Starts preparing isolates until the stock (and every waiting execution) will be served. A lane
- * being reset counts as one: it is ready again within milliseconds, a new one takes hundreds.
+ * Starts preparing isolates until the stock (and every waiting execution) will be served, within
+ * `maxLanes`. A lane being reset counts as one: it is ready again within milliseconds, a new one
+ * takes hundreds.
  */
 function refill() {
   while (
     preparing < MAX_PREPARING && isolatesHeld < maxIsolates &&
+    stock.length + preparing + recycling + running.size < maxLanes &&
     stock.length + preparing + recycling < Math.max(stockWanted, everReady ? 0 : 1) + waiting.length
   ) {
     startIsolate();

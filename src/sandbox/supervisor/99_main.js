@@ -31,7 +31,7 @@ function onHostLine(text) {
 
 /** The main thread: reads the isolate runner, prepares, starts the router, then serves it. */
 async function main() {
-  const [mode, socket, stockArg, maxArg, dir, snapshot] = launchArgs;
+  const [mode, socket, stockArg, maxArg, lanesArg, dir, snapshot] = launchArgs;
   await readIsolateSource();
   if (mode === "snapshot") {
     await writeSnapshot();
@@ -41,9 +41,11 @@ async function main() {
   const stock = Number(stockArg);
   const pyodide = mode === "python" ? await preparePyodide(dir, snapshot) : undefined;
   const max = Number(maxArg);
+  const most = Number(lanesArg);
   const setup = {
     stock: Number.isSafeInteger(stock) && stock >= 0 ? stock : 1,
     maxIsolates: Number.isSafeInteger(max) && max >= 3 ? max : 3,
+    maxLanes: Number.isSafeInteger(most) && most >= 1 ? most : 1,
     lanes: true,
   };
   startRouter(socket, setup, { mode, pyodide });
@@ -56,6 +58,7 @@ function routerMain() {
     if (typeof m.socket === "string") {
       stockWanted = m.stock;
       maxIsolates = m.maxIsolates;
+      maxLanes = m.maxLanes;
       lanes = m.lanes === true;
       try {
         await connectToHost(m.socket);
