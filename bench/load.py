@@ -560,6 +560,9 @@ def run_transport(transport: str, root: Path, args: argparse.Namespace) -> Trans
             sc = raw.structured_content or {}
             if sc.get("result") != token:
                 raise RuntimeError(f"the first {tool} did not return its own answer: {sc}")
+        # A language's first execution asks for its spare process: the workloads start once it
+        # is up, not beside its start.
+        wait_idle(client, STARTUP_POOL_WAIT_S)
         issued: set[str] = set()
         for workload in WORKLOADS:
             n = counts(args, workload)

@@ -615,21 +615,6 @@ def assert_alive_both(client: McpClient) -> None:
     assert_alive_py(client)
 
 
-def wait_for_warm_workers(client: McpClient, key: str = "warmPythonWorkers", timeout: float = 60.0) -> bool:
-    """Wait until `health` reports a ready pooled worker (`executions.<key>` >= 1), so that a timed
-    execution does not also measure a worker's start (Pyodide takes seconds to load). Returns False
-    (without failing) if the server does not report the counter or the pool stays empty."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        counters = client.structured("health", {}).get("executions", {})
-        if key not in counters:
-            return False
-        if counters[key] >= 1:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def tool_name(server: str, tool: str) -> str:
     return f"mcp__{server}__{tool}"
 
