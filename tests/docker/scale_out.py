@@ -18,7 +18,8 @@ Prints one `PASS name: detail` or `FAIL name: detail` line per check, then the f
 exits 1 if any check failed. Checks:
   - every reply carries its own token (wrong = 0);
   - every replica serves (replies per replica > 0), and each surviving replica's own execution
-    counters (from `health`) rose by exactly the replies it was credited with;
+    counters (from `health`) rose by the replies it was credited with, plus at most those
+    credited to the killed replica that arrived after the kill (they were carried elsewhere);
   - the kill happened mid-load (executions in flight on the killed replica);
   - errors only for executions in flight on the killed replica at the kill (lost = 0 outside
     it), each a clear error that arrived promptly (no timeout, no hang);
@@ -267,11 +268,18 @@ async def main() -> None:
     )
     own = {h: after.get(h, -1) - before.get(h, 0) for h in sorted(survivors)}
     credited = {h: per_replica[h] + sum(1 for r in idle.values() if r[1] == h and r[2]) for h in sorted(survivors)}
+    # A client credits an execution to the replica its `health` named just before. One whose
+    # connection died with the killed replica between the two calls reconnects, through the
+    # relay, to a survivor: its reply arrives after the kill, credited to the killed replica but
+    # counted by a survivor. Those are the only executions a survivor may count beyond its credit.
+    moved = sum(1 for o in oks if o.instance == killed and o.ended >= run.kill_started)
+    beyond = sum(own[h] - credited[h] for h in survivors)
     report(
         "each surviving replica's own counters match the replies credited to it",
-        own == credited,
+        all(own[h] >= credited[h] for h in survivors) and beyond <= moved,
         "executions counted by the replica / credited: "
-        + ", ".join(f"{h} {own[h]}/{credited[h]}" for h in sorted(survivors)),
+        + ", ".join(f"{h} {own[h]}/{credited[h]}" for h in sorted(survivors))
+        + f"; {beyond} counted beyond the credits, {moved} replies credited to {killed} arrived after its kill",
     )
     report(
         "a replica killed mid-load",
