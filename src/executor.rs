@@ -1,6 +1,6 @@
 //! One execution from request to report: admission (the slots and the queue, shared fairly
 //! between principals: [`admission`]), the client session's workspace ([`workspaces`]), the
-//! client session's worker process for the language (a fresh isolate in it), the host-call side (a short dispatch: every host call
+//! client session's worker process for the language (a lane in it), the host-call side (a short dispatch: every host call
 //! first spends from the execution's host-call budget, then tool calls go through the broker's
 //! `Gate` and catalogue look-ups to [`directory`], within what the execution may call), the end
 //! of an execution that keeps calling long after its budget, cancellation, the servers its

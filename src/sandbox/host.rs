@@ -364,7 +364,7 @@ impl WorkerProcess {
         status_bytes(self.pid?, "VmHWM")
     }
 
-    /// Runs `code` as execution `exec` in a fresh isolate of this process, to completion, the
+    /// Runs `code` as execution `exec` on a lane of this process, to completion, the
     /// deadline, a failure or `cancel`, collecting what it prints in `output` (whose limit the
     /// isolate is also told). A deadline retires the process (see `retire`).
     pub(crate) async fn run(

@@ -1,16 +1,16 @@
 //! Worker processes by client session: the process boundary follows the trust boundary. Each
 //! client session (over stdio the one client; over HTTP each authenticated principal) gets a
-//! worker process of its own per language, never shared with another session; its TypeScript
-//! executions each run in a fresh isolate of that process, its Python ones on lanes (isolates
-//! reused behind a verified reset, see `runner/63_python_lane.js`). A process is retired (no new executions; killed
-//! once its running ones end) after `max_executions`, after `max_age`, after a timeout in it
-//! (`host`), when the wrapper modules change, when its session has been idle for
-//! [`IDLE_AFTER`], or when work keeps running in it while none of its executions does
-//! (`stray`); one that crashed is replaced at once. So that neither a new session nor the
+//! worker process of its own per language, never shared with another session; its executions
+//! run on that process's lanes (isolates serving one execution after another: TypeScript each in
+//! a fresh context, Python behind a verified reset; see docs/worker-protocol.md). A process is
+//! retired (no new executions; killed once its running ones end) after `max_executions`, after
+//! `max_age`, after a timeout in it (`host`), when the wrapper modules change, when its session
+//! has been idle for [`IDLE_AFTER`], or when work keeps running in it while none of its
+//! executions does (`stray`); one that crashed is replaced at once. So that neither a new session nor the
 //! successor of a retired process waits for a process to start, one spare process per language
 //! is kept started and ready, bound to no session until it is taken: for TypeScript from the
-//! start, for Python (a process with a prepared Pyodide holds about 200 MiB) from its first
-//! execution until the language has gone unused for [`IDLE_AFTER`].
+//! start, for Python (a process with a prepared Pyodide holds about 150 MiB) once its first
+//! execution has a process, until the language has gone unused for [`IDLE_AFTER`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,7 +110,9 @@ impl ProcessPool {
         }
         let _binding = self.binding.lock().await;
         if let Some(process) = self.serving(session) {
-            self.wanted.notify_one();
+            if first_use {
+                self.wanted.notify_one();
+            }
             return Ok(process);
         }
         let spare = self.spare.lock().expect("spare lock").take();
