@@ -388,15 +388,15 @@ impl WorkerProcess {
         let ending = if let Some(why) = self.gone_reason() {
             Ending::Failed(why)
         } else {
-            let javascript = match self.language {
-                Language::Typescript => typescript::javascript_of(code),
+            let for_context = match self.language {
+                Language::Typescript => typescript::for_context(code),
                 Language::Python => None,
             };
             let execute = proto::execute_envelope(
                 exec,
                 self.language,
                 code,
-                javascript.as_deref(),
+                for_context.as_deref(),
                 output.limit(),
             );
             let clock = calls.clone();

@@ -6,6 +6,7 @@
 //! Pure data and parsing: no I/O. Everything a worker process sends is untrusted; parsing is
 //! strict (unknown message types, a wrong version or malformed fields are protocol violations).
 
+use super::typescript::ForContext;
 use crate::catalog::directory::{SearchArgs, SearchQuery};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -284,13 +285,13 @@ pub(crate) fn execute_envelope(
     exec: u64,
     language: Language,
     code: &str,
-    javascript: Option<&str>,
+    context: Option<&ForContext>,
     output_limit: usize,
 ) -> String {
     envelope(
         "execute",
         exec,
-        Some(execute_line(language, code, javascript, output_limit)),
+        Some(execute_line(language, code, context, output_limit)),
     )
 }
 
@@ -596,12 +597,13 @@ fn parse_request(method: &str, params: Value) -> Result<HostRequest, ProtocolErr
 }
 
 /// The `execute` line of an execution (inside its envelope).
-/// The `execute` line; `javascript` is TypeScript code with its types blanked out (`js`, see
-/// `sandbox::typescript`), when it has any.
+/// The `execute` line; `context` is what a TypeScript lane's context runs of the code (`js`, its
+/// types and import declarations blanked out, and `imports`; see `sandbox::typescript`), when
+/// it differs from the code.
 pub(crate) fn execute_line(
     language: Language,
     code: &str,
-    javascript: Option<&str>,
+    context: Option<&ForContext>,
     output_limit: usize,
 ) -> String {
     let mut message = serde_json::json!({
@@ -611,8 +613,11 @@ pub(crate) fn execute_line(
         "code": code,
         "outputLimit": output_limit,
     });
-    if let Some(js) = javascript {
-        message["js"] = Value::from(js);
+    if let Some(context) = context {
+        message["js"] = Value::from(context.js.as_str());
+        if !context.imports.is_empty() {
+            message["imports"] = serde_json::to_value(&context.imports).unwrap_or_default();
+        }
     }
     line(message)
 }

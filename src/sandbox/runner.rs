@@ -29,6 +29,7 @@ pub(crate) const ISOLATE_SOURCE: &str = concat!(
     include_str!("runner/41_limits.js"),
     include_str!("runner/50_execute.js"),
     include_str!("runner/51_contexts.js"),
+    include_str!("runner/52_context_modules.js"),
     include_str!("runner/55_wrappers.js"),
     include_str!("runner/56_skills.js"),
     include_str!("runner/60_python.js"),

@@ -1,13 +1,19 @@
 //! What a worker may read besides its runtime: the typed wrapper modules, staged as a private
 //! copy in the worker's own working directory before it starts. Only plain files with
 //! identifier names are copied, opened without following links, so nothing but those files'
-//! bytes reaches the sandbox; the worker is then allowed to read that copy and nothing else.
+//! bytes reaches the sandbox; the worker is then allowed to read that copy and nothing else. A
+//! TypeScript wrapper is staged with its JavaScript beside it, for the lanes' contexts.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::proto::Language;
+use super::typescript;
+
+/// What a staged TypeScript wrapper's JavaScript is called (`git.ts` -> `git.context.js`): no
+/// wrapper is copied under such a name (a stem is an identifier, and only `.ts` files are copied).
+pub(crate) const CONTEXT_SUFFIX: &str = ".context.js";
 
 /// Largest wrapper module copied into a worker.
 const MAX_WRAPPER_BYTES: u64 = 4 * 1024 * 1024;
@@ -50,11 +56,21 @@ pub(crate) fn wrappers(source: Option<&Path>, language: Language, cwd: &Path) ->
         let mut text = Vec::new();
         if file.take(MAX_WRAPPER_BYTES).read_to_end(&mut text).is_err()
             || (!any && std::fs::create_dir(&staged).is_err())
-            || std::fs::write(staged.join(&name), text).is_err()
+            || std::fs::write(staged.join(&name), &text).is_err()
         {
             continue;
         }
         any = true;
+        if language == Language::Typescript {
+            // The module as JavaScript, for the lanes' contexts (none: code importing it runs
+            // in its lane's own realm).
+            let javascript = std::str::from_utf8(&text)
+                .ok()
+                .and_then(typescript::module_javascript);
+            if let Some(js) = javascript {
+                let _ = std::fs::write(staged.join(format!("{stem}{CONTEXT_SUFFIX}")), &*js);
+            }
+        }
     }
     any.then_some(staged)
 }

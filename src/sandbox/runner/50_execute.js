@@ -134,12 +134,15 @@ const RUNTIMES = {
 /** @param {ExecContext} ctx */
 async function runTypeScript(ctx) {
   // In a fresh context when it can run there (51): the code, or the JavaScript the host made of
-  // it (`js`: its types blanked out, every other character where it was).
+  // it (`js`: its types and import declarations blanked out, every other character where it
+  // was; `imports`: those declarations, bound from modules of the context, 52).
   const js = typeof ctx.message.js === "string" ? ctx.message.js : ctx.code;
   if (contextEligible(js)) {
     const plainJs = buildTypeScriptVariants(js);
-    if (plainJs.maybePlainJs) {
-      const inContext = runInFreshContext(plainJs.variants[0], plainJs.variants[0].mapLocation);
+    const imports = ctx.message.imports;
+    const importPlan = !plainJs.maybePlainJs || imports === undefined ? null : await contextImportPlan(imports, js);
+    if (plainJs.maybePlainJs && (imports === undefined || importPlan !== null)) {
+      const inContext = runInFreshContext(plainJs.variants[0], plainJs.variants[0].mapLocation, importPlan);
       if (inContext !== null) return await inContext;
     }
   }

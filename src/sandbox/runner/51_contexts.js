@@ -18,14 +18,17 @@
 //   caught by the shim, which throws its own.
 // - Values go the other way (the lane reads, formats and serialises what code passes), as they
 //   did when code ran in the lane's realm: getters and Proxy traps run with the context's objects
-//   only. A context cannot load a module at all (no dynamic import callback), so it needs no
-//   import guard.
+//   only. A context cannot load a module by itself (no dynamic import callback, which code
+//   compiled in it inherits, whatever compiles it), so it needs no import guard; the modules
+//   code imports are made for it by the lane (52).
 //
 // Code runs in a context when it can run there as it would in an isolate of its own: plain
-// JavaScript (the plain-JavaScript path of 50, no `import`), naming none of the isolate's globals
-// a context lacks (`fetch`, `URL`, `TextEncoder`, `Deno`, ... : `laneOnlyGlobals`) nor `eval` or
-// `Function` (source they compile may import what a context cannot load), and using no
-// custom inspect hook nor `Error.prepareStackTrace` (`LANE_HOOKS_RE`). Other code runs in the lane's own realm exactly as before, and the lane is
+// JavaScript (the plain-JavaScript path of 50; its import declarations, blanked by the host, are
+// bound by 52) without `import(...)`, naming none of the isolate's globals a context lacks
+// (`fetch`, `URL`, `TextEncoder`, `Deno`, ... : `laneOnlyGlobals`) nor `eval` or `Function`
+// (source they compile may import what a context cannot load), and using no custom inspect hook
+// nor `Error.prepareStackTrace` (`LANE_HOOKS_RE`). Other code runs in the lane's own realm
+// exactly as before, and the lane is
 // retired after it (the next execution takes a spare lane). After an execution in a context, the
 // lane refuses every later call from that context (`contextEpoch`), clears its timers, waits one
 // macrotask turn (a context that keeps the microtask queue busy never gets there: the supervisor
@@ -118,19 +121,30 @@ function prepareContexts() {
 
 /** Whether `code` runs in a context as it would in an isolate of its own (see the opening comment). */
 function contextEligible(code) {
-  if (shimScript === null || RegExpPrototypeExec(LANE_HOOKS_RE, code) !== null) return false;
-  // Code the import guard (32) would edit (an `import` or `export` anywhere, even where the
-  // tokenizer reads text) runs where the guard's rules and messages apply.
-  try {
-    if (guardModule(code).source !== code) return false;
-  } catch {
-    return false;
-  }
+  return shimScript !== null && sourceFitsContext(code);
+}
+
+/**
+ * Whether a source (the code, or a module it imports, 52) runs in a context as in the lane's
+ * realm: no hook a context lacks, nothing the import guard would edit, none of the lane's globals.
+ */
+function sourceFitsContext(code) {
+  if (RegExpPrototypeExec(LANE_HOOKS_RE, code) !== null) return false;
   const { tokens, ok } = tokenize(code);
   if (!ok) return false;
   for (let k = 0; k < tokens.length; k++) {
     const tok = tokens[k];
-    if (tok.t !== "id" || !laneOnlyGlobals.has(tok.v)) continue;
+    if (tok.t !== "id") continue;
+    if (tok.v === "import") {
+      // `import(...)` (and `import.defer(...)`) load what the sandbox offers in the lane's realm;
+      // in a context they are refused (it has no dynamic import callback: whatever text compiles
+      // them, a context cannot load a module), so code using them runs in the lane's realm.
+      const next = tokens[k + 1];
+      const meta = tokens[k + 2]?.t === "id" && tokens[k + 2].v === "meta";
+      if (next !== undefined && next.t === "p" && (next.v === "(" || (next.v === "." && !meta))) return false;
+      continue;
+    }
+    if (!laneOnlyGlobals.has(tok.v)) continue;
     const prev = tokens[k - 1];
     if (prev !== undefined && prev.t === "p" && (prev.v === "." || prev.v === "?.")) continue;
     return false;
@@ -292,11 +306,12 @@ function newContext() {
 }
 
 /**
- * Runs `variant` (the plain-JavaScript body of 31) in a fresh context: a promise for
- * `{value}`, or null when the code does not compile there (nothing has run: the caller takes the
- * lane's realm, whose path reports the error precisely).
+ * Runs `variant` (the plain-JavaScript body of 31) in a fresh context, its imports bound as
+ * `importPlan` says (52; null: it has none): a promise for `{value}`, or null when the code or
+ * its modules do not compile or link there (nothing has run: the caller takes the lane's realm,
+ * whose path reports the error precisely).
  */
-function runInFreshContext(variant, mapLocation) {
+function runInFreshContext(variant, mapLocation, importPlan) {
   const context = newContext();
   const epoch = ++contextEpoch;
   const { paths, fns } = contextSurface();
@@ -308,7 +323,10 @@ function runInFreshContext(variant, mapLocation) {
     diag("a context could not be prepared: " + oneLine(e));
     return null;
   }
-  const fn = controls.compile(PLAIN_JS_PREFIX + variant.body + "\n//# sourceURL=" + PLAIN_JS_NAME);
+  const linked = importPlan === null ? null : linkContextModules(context, importPlan);
+  if (importPlan !== null && linked === null) return null;
+  const params = linked === null ? "[]" : JSONStringify(linked.params);
+  const fn = controls.compile(PLAIN_JS_PREFIX + variant.body + "\n//# sourceURL=" + PLAIN_JS_NAME, params);
   if (fn === null) return null;
   currentContext = controls;
   inspectCustom = false;
@@ -319,7 +337,20 @@ function runInFreshContext(variant, mapLocation) {
     settle = { resolve, reject };
   });
   // `value` is boxed: a value of the context is never used to resolve a promise of the lane.
-  controls.run(fn, (ok, value) => (ok ? settle.resolve({ __proto__: null, value }) : settle.reject({ __proto__: null, error: value })));
+  const report = (ok, value) => (ok ? settle.resolve({ __proto__: null, value }) : settle.reject({ __proto__: null, error: value }));
+  if (linked === null) {
+    controls.run(fn, report);
+  } else {
+    // The modules' code runs from here (their evaluation's promise is the context's: the shim
+    // waits for it, see 52).
+    let evaluation;
+    try {
+      evaluation = linked.root.evaluate();
+    } catch (e) {
+      report(false, e);
+    }
+    if (evaluation !== undefined) controls.run(fn, report, evaluation, linked.root.namespace, JSONStringify(linked.plan));
+  }
   return PromisePrototypeThen(ended, undefined, (box) => {
     throw box.error;
   });
@@ -531,10 +562,13 @@ function contextShim(invoke, pathsJson, namesJson) {
   });
 
   return {
-    /** The code as an async function of this realm, or null when it does not compile. */
-    compile(source) {
+    /**
+     * The code as an async function of this realm, its parameters named by `paramsJson` (the
+     * code's imports, 52), or null when it does not compile.
+     */
+    compile(source, paramsJson) {
       try {
-        return new AsyncFunction(source);
+        return ReflectConstruct(AsyncFunction, [...JSONParse(paramsJson), source]);
       } catch {
         return null;
       }
@@ -543,16 +577,34 @@ function contextShim(invoke, pathsJson, namesJson) {
     end() {
       live = false;
     },
-    /** Runs `fn` and reports how it ended to `report(ok, value)`, the lane's. */
-    run(fn, report) {
-      let promise;
-      try {
-        promise = ReflectApply(fn, undefined, []);
-      } catch (e) {
-        report(false, e);
-        return;
-      }
-      ReflectApply(PromiseThen, promise, [(v) => report(true, v), (e) => report(false, e)]);
+    /**
+     * Runs `fn` and reports how it ended to `report(ok, value)`, the lane's. With imports (52):
+     * once `evaluation` (the modules', a promise of this realm) has settled, with the arguments
+     * `planJson` names in `namespace` ([index, export name] from namespace `m<index>`, or
+     * [index, null] for that namespace itself).
+     */
+    run(fn, report, evaluation, namespace, planJson) {
+      const start = () => {
+        let promise;
+        try {
+          const args = { __proto__: null, length: 0 };
+          if (planJson !== undefined) {
+            const plan = JSONParse(planJson);
+            args.length = plan.length;
+            for (let i = 0; i < plan.length; i++) {
+              const ns = namespace["m" + plan[i][0]];
+              args[i] = plan[i][1] === null ? ns : ns[plan[i][1]];
+            }
+          }
+          promise = ReflectApply(fn, undefined, args);
+        } catch (e) {
+          report(false, e);
+          return;
+        }
+        ReflectApply(PromiseThen, promise, [(v) => report(true, v), (e) => report(false, e)]);
+      };
+      if (evaluation === undefined) start();
+      else ReflectApply(PromiseThen, evaluation, [start, (e) => report(false, e)]);
     },
   };
 }

@@ -21,7 +21,7 @@ let executionLanguage = "typescript";
 const MAX_SKILLS_LOADED = 64;
 /** name -> data: URL of the linked skill module (this isolate's; read with 03's intrinsics). */
 const skillUrls = new MapCtor();
-/** name -> text (or the error message) fetched from the host. */
+/** name -> text (or the error message) fetched from the host, with its JavaScript (`js`, 52). */
 const skillTexts = new MapCtor();
 
 /**
@@ -51,7 +51,9 @@ async function fetchSkills(names, language, importsOf, caller) {
     for (let i = 0; i < wanted.length; i++) {
       const name = wanted[i];
       const skill = answer.skills.find((s) => s.name === name);
-      const text = skill === undefined ? { error: safeString(answer.errors?.[name] ?? `skill ${name} not loaded`) } : { code: skill.code };
+      const text = skill === undefined
+        ? { error: safeString(answer.errors?.[name] ?? `skill ${name} not loaded`) }
+        : { code: skill.code, js: typeof skill.js === "string" ? skill.js : null };
       skillTexts.set(name, text);
       if (typeof text.code === "string") {
         const deps = importsOf(text.code);
