@@ -251,7 +251,10 @@ def check_capped(ex) -> None:
     """The host kept the output's first OUTPUT_CAP bytes and its end, and said how much it cut."""
     size = len(ex.output.encode())
     assert size <= OUTPUT_CAP + OUTPUT_TAIL + SLACK, f"output is {size} bytes, cap {OUTPUT_CAP}"
-    assert re.search(r"^\[\.\.\. \d+ of \d+ bytes of output cut here \(past output_limit_bytes, what the host keeps\)[^\]]*\]$", ex.output, re.M), ex.output[OUTPUT_CAP - 200:OUTPUT_CAP + 300]
+    markers = [line[:300] for line in ex.output.splitlines() if line.startswith("[...")]
+    assert re.search(r"^\[\.\.\. \d+ of \d+ bytes of output cut here \(past output_limit_bytes, what the host keeps\)[^\]]*\]$", ex.output, re.M), (
+        f"success={ex.success} error={str(ex.error)[:2000]!r} time={ex.sc.get('executionTimeMs')} ms, markers={markers}"
+    )
     assert size > OUTPUT_CAP, f"output is {size} bytes: capped, not dropped"
 
 
