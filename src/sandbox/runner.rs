@@ -36,6 +36,7 @@ pub(crate) const ISOLATE_SOURCE: &str = concat!(
     include_str!("runner/61_snapshot_file.js"),
     include_str!("runner/62_python_runtime.js"),
     include_str!("runner/63_python_lane.js"),
+    include_str!("runner/64_python_memory.js"),
     include_str!("runner/70_dispatch.js"),
     include_str!("runner/90_globals.js"),
     include_str!("runner/99_main.js"),

@@ -70,9 +70,19 @@ def test_a_module_imported_by_an_execution_is_dropped(client: McpClient) -> None
         ("import sys\nsys.modules['json'] = type(sys)('json')\nsys.modules['json'].dumps = lambda o: SECRET",
          "__import__('json').dumps([3])", "[3]"),
         ("import sys\nsys.monitoring.use_tool_id(3, 'spy')", "__import__('sys').monitoring.get_tool(3)", None),
+        # Renaming an object's last attribute keeps the dict's length and values.
+        ("import json\nd = json._default_encoder.__dict__\nk = list(d)[-1]\nd['renamed_' + k] = d.pop(k)",
+         "any(k.startswith('renamed_') for k in vars(__import__('json')._default_encoder))", False),
+        ("import json\nd = __import__('gc').get_referents(json.JSONDecoder.__dict__)[0]\nk = list(d)[-1]\n"
+         "d['renamed_' + k] = d.pop(k)",
+         "any(k.startswith('renamed_') for k in vars(__import__('json').JSONDecoder))", False),
+        # What an execution leaves alive cannot be hidden from the collector by freezing it.
+        ("import atexit, gc\natexit.register(lambda: print(SECRET))\ngc.freeze()",
+         "__import__('gc').get_freeze_count() < 10**9", True),
     ],
     ids=["module_attribute", "builtin", "class_attribute", "function_code", "function_defaults",
-         "instance_attribute", "sys_modules_entry", "monitoring_tool"],
+         "instance_attribute", "sys_modules_entry", "monitoring_tool", "instance_rename", "class_rename",
+         "frozen_survivor"],
 )
 def test_monkeypatching_retires_the_interpreter(client: McpClient, plant: str, probe: str, expected) -> None:
     first = lane_of(client, f"SECRET = {json.dumps(SECRET)}\n{plant}")
@@ -85,6 +95,8 @@ def test_monkeypatching_retires_the_interpreter(client: McpClient, plant: str, p
     "plant, probe, expected",
     [
         ("sys.path.insert(0, '/planted')", "'/planted' in __import__('sys').path", False),
+        ("sys.path[-1] = '/planted'", "'/planted' in __import__('sys').path", False),
+        ("import html.entities\nhtml.entities.html5['amp;'] = SECRET", "__import__('html.entities').entities.html5['amp;']", "&"),
         ("os.environ['PLANTED'] = SECRET", "__import__('os').environ.get('PLANTED')", None),
         ("os.chdir('/tmp')", "__import__('os').getcwd()", "/home/pyodide"),
         ("import io\nsys.stdout = io.StringIO()", "print('visible') or 'printed'", "printed"),
@@ -96,7 +108,7 @@ def test_monkeypatching_retires_the_interpreter(client: McpClient, plant: str, p
         ("sys.settrace(lambda *a: print(SECRET))", "__import__('sys').gettrace()", None),
         ("sys.setprofile(lambda *a: print(SECRET))", "__import__('sys').getprofile()", None),
     ],
-    ids=["sys_path", "environ", "cwd", "stdout", "gc_callbacks", "warnings_filters", "recursion_limit",
+    ids=["sys_path", "sys_path_same_length", "module_dict_same_length", "environ", "cwd", "stdout", "gc_callbacks", "warnings_filters", "recursion_limit",
          "new_builtin", "trace_hook", "profile_hook"],
 )
 def test_interpreter_settings_are_put_back(client: McpClient, plant: str, probe: str, expected) -> None:

