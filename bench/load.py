@@ -48,7 +48,9 @@ it stops; harness's JSON-schema contract check is not run), lost, mismatched, an
 Before each workload: a few warm-up executions (checked, not counted), then a wait until `health`
 reports the server idle: no running or queued executions (read defensively from
 structuredContent.executions: keys named running*/queued*, at any depth), then at most 3 s for its
-warm pools (keys named warm*/ready*) to reach their pool size (poolSize*), or to stop growing.
+warm pools (keys named warm*/ready*) to reach their pool size (poolSize*), or to stop growing, then
+at most 15 s until the server and its workers are quiet (under 3% of a core over 0.3 s), so that
+lanes prepared in the background are not counted in the workload's CPU.
 Once after start-up (waiting up to 60 s for the pools): idle memory, the sum of VmRSS of the server
 and its sandbox workers (downstream servers excluded; a sum of RSS counts shared pages, such as the
 Deno binary's, once per process, so the sum of PSS is printed beside it); then the first
@@ -383,6 +385,27 @@ def wait_idle(client: McpClient, pool_wait: float) -> dict[str, float]:
     return c
 
 
+QUIET_WINDOW_S = 0.3
+QUIET_SHARE = 0.03
+QUIET_WAIT_S = 15.0
+
+
+def wait_quiet(server_pid: int) -> None:
+    """Until the server and its workers (downstream servers excluded) use less than QUIET_SHARE of
+    one core over QUIET_WINDOW_S, at most QUIET_WAIT_S: lanes a process prepares in the background
+    (a Python process refilling its lanes, a spare taking its baseline) would otherwise be counted
+    in the CPU of the next workload."""
+    deadline = time.monotonic() + QUIET_WAIT_S
+    last = tree_cpu_s(server_pid)[1]
+    while time.monotonic() < deadline:
+        time.sleep(QUIET_WINDOW_S)
+        now = tree_cpu_s(server_pid)[1]
+        if now - last < QUIET_SHARE * QUIET_WINDOW_S:
+            return
+        last = now
+    print(f"  (warning: the server still used CPU after {QUIET_WAIT_S:.0f} s of waiting for it to be quiet)")
+
+
 def describe_pools(c: dict[str, float]) -> str:
     p = pools(c)
     if not p:
@@ -479,6 +502,7 @@ def run_workload(client: McpClient, server_pid: int, workload: Workload, n: int,
     run.warmup_problems = warm.lost + warm.mismatched
     run.examples.extend(f"warm-up {e}" for e in warm.examples)
     wait_idle(client, POOL_WAIT_S)
+    wait_quiet(server_pid)
 
     sampler = PeakRss(server_pid)
     cpu_before = tree_cpu_s(server_pid)

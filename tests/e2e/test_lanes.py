@@ -215,3 +215,15 @@ def test_executions_beyond_the_lanes_wait_for_one(start_server) -> None:
     assert len({lane for lane, _, _ in runs}) == 1, runs
     for (_, _, ended), (_, started, _) in zip(runs, runs[1:]):
         assert started >= ended, runs
+
+
+def test_a_lane_whose_memory_grew_is_retired(client: McpClient) -> None:
+    # WebAssembly memory never shrinks: a lane that held 200 MB would keep it for every later
+    # execution (and its process near its data limit).
+    first = lane_of(client, "x = bytearray(200 * 1024 * 1024)\nx[-1] = 1\ndel x")
+    lane, _ = next_lane(client)
+    assert lane != first, "the next execution ran in a fresh interpreter"
+    # A small allocation keeps the lane.
+    first = lane_of(client, "x = bytearray(1024 * 1024)\ndel x")
+    lane, _ = next_lane(client)
+    assert lane == first, "the lane served on"

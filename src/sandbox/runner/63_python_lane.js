@@ -24,11 +24,18 @@
 // docs/worker-protocol.md, "Python lanes", for what it does not see).
 // Any difference retires the lane: its isolate is terminated and the next execution gets a fresh
 // one (prepared in the background as the spare). A lane is also retired after
-// `LANE_MAX_EXECUTIONS` executions, and, as before, on timeout, cancellation, crash or flood,
-// where the supervisor terminates the isolate.
+// `LANE_MAX_EXECUTIONS` executions, when its WebAssembly memory grew past its baseline by more
+// than `LANE_MEMORY_GROWTH_BYTES` (it never shrinks), and, as before, on timeout, cancellation,
+// crash or flood, where the supervisor terminates the isolate.
 
 /** Executions one Python lane serves before it is retired (bounds what a slow leak can grow). */
 const LANE_MAX_EXECUTIONS = 200;
+/**
+ * How far a lane's WebAssembly memory may grow past its baseline before the lane is retired:
+ * that memory never shrinks, and a lane that once held a large allocation would keep it (and
+ * its process near its data limit) for every later execution.
+ */
+const LANE_MEMORY_GROWTH_BYTES = 96 * 1024 * 1024;
 
 /** The reset and the check, installed into module `sandbox` (`_lane_baseline`, `_lane_reset`). */
 const PY_LANE = String.raw`
@@ -341,6 +348,8 @@ def _lane_baseline():
 
 /** Executions this lane has served. */
 let laneExecutions = 0;
+/** The size of the lane's WebAssembly memory when its baseline was taken. */
+let laneMemoryBytes = 0;
 /**
  * What the JavaScript globals were when the lane became ready: for each object checked, its
  * own keys and each property's value, getter, setter and flags (see `jsFingerprint`).
@@ -466,6 +475,7 @@ async function takeLaneBaseline() {
   // else means each lane will retire after its first execution: slower, never less clean.
   if (why !== "" && !why.startsWith("objects made")) diag("the Python lane's baseline does not hold: " + why);
   jsGlobalsBaseline = jsCheckedObjects().map(jsFingerprint);
+  laneMemoryBytes = pyodide._module.HEAPU8.length;
 }
 
 /**
@@ -529,6 +539,10 @@ async function recycleLane() {
   if (pyRunning) return "the execution's Python code is still running";
   if (pyCrashed) return "the Python runtime crashed";
   if (userTimers.size > 0) return "timers of the execution are pending";
+  const memory = pyodide._module.HEAPU8.length;
+  if (memory > laneMemoryBytes + LANE_MEMORY_GROWTH_BYTES) {
+    return `its memory grew to ${Math.round(memory / 1048576)} MiB (from ${Math.round(laneMemoryBytes / 1048576)} MiB)`;
+  }
   let why;
   try {
     why = String(pyLaneReset());
