@@ -56,8 +56,8 @@ let lanes = false;
  * ended execution keeps its event loop busy) is ended.
  */
 const RECYCLE_MS = 5_000;
-/** How long surplus ready lanes (beyond the stock wanted) are kept once nothing runs. */
-const SURPLUS_LANE_MS = 30_000;
+/** How long surplus ready lanes (beyond the stock wanted) are kept once nothing runs (set by `routerMain`). */
+let surplusLaneMs = 30_000;
 let surplusTimer = null;
 
 /**
@@ -243,7 +243,7 @@ function trimSurplusLater() {
     surplusTimer = null;
     if (running.size > 0) return trimSurplusLater();
     while (stock.length > Math.max(stockWanted, 1)) endIsolate(stock[stock.length - 1]);
-  }, SURPLUS_LANE_MS);
+  }, surplusLaneMs);
 }
 
 /** What an isolate says of itself (`ready`, `failed`, `retire`): the parsed line, or null. */

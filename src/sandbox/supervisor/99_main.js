@@ -47,6 +47,9 @@ async function main() {
     maxIsolates: Number.isSafeInteger(max) && max >= 3 ? max : 3,
     maxLanes: Number.isSafeInteger(most) && most >= 1 ? most : 1,
     lanes: true,
+    // A TypeScript lane starts in milliseconds: surplus ones go soon after the load that wanted
+    // them. A Python lane takes hundreds of milliseconds of CPU to prepare: they stay longer.
+    surplusLaneMs: mode === "python" ? 30_000 : 5_000,
   };
   startRouter(socket, setup, { mode, pyodide });
 }
@@ -60,6 +63,7 @@ function routerMain() {
       maxIsolates = m.maxIsolates;
       maxLanes = m.maxLanes;
       lanes = m.lanes === true;
+      surplusLaneMs = m.surplusLaneMs;
       try {
         await connectToHost(m.socket);
       } catch (e) {
