@@ -110,18 +110,42 @@ function contextModuleClosure(roots) {
     const name = StringPrototypeSlice(key, isWrapper ? 9 : 7);
     const js = isWrapper ? wrapperJavaScript(name) : skillTexts.get(name)?.js;
     if (typeof js !== "string") return notInContext(`${key}: no JavaScript of it`);
-    if (!sourceFitsContext(js)) return notInContext(`${key} needs the lane's realm`);
-    const { tokens } = tokenize(js);
-    const refs = findModuleReferences(tokens);
-    for (let i = 0; i < refs.length; i++) {
-      const specifier = specifierOf(js, tokens[refs[i].spec]);
-      const dep = contextModuleKey(specifier);
-      if (dep === null) return notInContext(`${key} imports ${oneLine(specifier)}`);
-      todo.push(dep);
-    }
+    const facts = moduleFacts(js);
+    if (facts.why !== null) return notInContext(`${key} ${facts.why}`);
+    for (let i = 0; i < facts.deps.length; i++) todo.push(facts.deps[i]);
     modules.set(key, { identifier: key + ".ts", js });
   }
   return modules;
+}
+
+/** Module JavaScript -> what `moduleFacts` found in it (the same text, the same answer). */
+const moduleFactsCache = new MapCtor();
+const MODULE_FACTS_KEPT = 64;
+
+/**
+ * Whether a module's JavaScript can run in a context (`why`: null, or why not) and the modules it
+ * imports (`deps`, their keys); kept for the lane's life, so that a wrapper or skill imported by
+ * every execution is tokenized once.
+ */
+function moduleFacts(js) {
+  const known = moduleFactsCache.get(js);
+  if (known !== undefined) return known;
+  let facts = { why: null, deps: [] };
+  if (!sourceFitsContext(js)) {
+    facts = { why: "needs the lane's realm", deps: [] };
+  } else {
+    const { tokens } = tokenize(js);
+    const refs = findModuleReferences(tokens);
+    for (let i = 0; i < refs.length && facts.why === null; i++) {
+      const specifier = specifierOf(js, tokens[refs[i].spec]);
+      const dep = contextModuleKey(specifier);
+      if (dep === null) facts = { why: `imports ${oneLine(specifier)}`, deps: [] };
+      else facts.deps.push(dep);
+    }
+  }
+  if (moduleFactsCache.size >= MODULE_FACTS_KEPT) moduleFactsCache.clear();
+  moduleFactsCache.set(js, facts);
+  return facts;
 }
 
 /**
