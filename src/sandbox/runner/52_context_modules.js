@@ -48,13 +48,12 @@ function wrapperJavaScript(name) {
 
 /**
  * What a context needs to bind the code's `imports` (the host's data, see the opening comment):
- * `modules` (key -> {identifier, js}), `roots` (the key of each import, in order; null for `import
- * type`), `params` (the
- * local names) and `plan` (for each, [root index, export name], or [index, null] for a
- * namespace); or null when the code cannot run in a context.
+ * `modules` (key -> {identifier, js}), `roots` (the key of each import, in order; null for
+ * `import type`), `params` (the local names) and `plan` (for each, [root index, export name], or
+ * [index, null] for a namespace); or null when the code cannot run in a context.
  */
 async function contextImportPlan(imports, js) {
-  if (!ArrayIsArray(imports) || imports.length > 256) return notInContext("too many imports");
+  if (!ArrayIsArray(imports) || imports.length > 256) return notInContext("not a list of at most 256 imports");
   const roots = [];
   const skillNames = list();
   for (let i = 0; i < imports.length; i++) {
