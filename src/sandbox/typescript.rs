@@ -83,11 +83,13 @@ pub(crate) fn for_context(code: &str) -> Option<Arc<ForContext>> {
         return None;
     }
     cached(&CODE_CACHE, code, || {
-        let (blanked, imports) = if code.contains("import") {
-            split_imports(code)?
-        } else {
-            (code.to_owned(), Vec::new())
-        };
+        // Code that does not parse as a module may still be a function body without imports
+        // (`new.target`, the word `import` in a string): the body's stripping decides.
+        let (blanked, imports) = code
+            .contains("import")
+            .then(|| split_imports(code))
+            .flatten()
+            .unwrap_or_else(|| (code.to_owned(), Vec::new()));
         let js = strip_body(&blanked)?;
         (js != code).then(|| Arc::new(ForContext { js, imports }))
     })
@@ -326,6 +328,17 @@ mod tests {
         assert_eq!(
             wire,
             serde_json::json!({"from": "wrappers/git.ts", "line": 2, "namespace": "git", "named": []})
+        );
+    }
+
+    #[test]
+    fn code_that_is_no_module_is_still_stripped_as_a_body() {
+        let code = "const s: string = \"import\";\nreturn typeof new.target + s";
+        let made = for_context(code).expect("strippable");
+        assert!(made.imports.is_empty());
+        assert_eq!(
+            made.js,
+            "const s         = \"import\";\nreturn typeof new.target + s"
         );
     }
 

@@ -162,15 +162,14 @@ def _lane_reset(stage, restore):
             return ""
         # Stage 2: the baseline's dicts are intact.
         if restore:
+            # Indices into the dicts, then the lists, then the sets modules hold (as laneMemCheck).
             for i in map(int, restore.split(",")):
-                if i < len(dict_cs):
-                    dict_cs[i].clear()
-                    dict_cs[i].update(dict_copies[i])
-                elif i < len(dict_cs) + len(list_cs):
-                    list_cs[i - len(dict_cs)][:] = list_copies[i - len(dict_cs)]
+                c, copy = restorable[i]
+                if type(c) is list:
+                    c[:] = copy
                 else:
-                    set_cs[i - len(dict_cs) - len(list_cs)].clear()
-                    set_cs[i - len(dict_cs) - len(list_cs)].update(set_copies[i - len(dict_cs) - len(list_cs)])
+                    c.clear()
+                    c.update(copy)
         if not walked:
             for c, ids, copy in zip(set_cs, set_ids, set_copies):
                 if frozenset(map(id, c)) != ids:
@@ -302,6 +301,9 @@ def _lane_baseline():
     # Renaming is looked for in every dict (the last key: a rename of any other attribute moves
     # the values). Used only when the memory comparison is not (see laneMemBaseline).
     nonempty = tuple(d for d in dicts if d)
+    dict_copies = tuple(map(tuple, map(dict.items, dict_cs)))
+    list_copies = tuple(map(tuple, list_cs))
+    set_copies = tuple(map(frozenset, set_cs))
     env = dict(
         code=_lane_reset.__code__, FunctionType=types.FunctionType, id=id,
         base_main=main, base_modules=tuple(sys.modules.items()), base_names=frozenset(sys.modules),
@@ -312,11 +314,11 @@ def _lane_baseline():
         get_int_max_str_digits=sys.get_int_max_str_digits, set_int_max_str_digits=sys.set_int_max_str_digits,
         limits=(sys.getrecursionlimit(), sys.get_int_max_str_digits()),
         getcwd=os.getcwd, chdir=os.chdir, cwd=os.getcwd(), linecache_cache=linecache.cache, user_file=_F,
-        dict_cs=dict_cs, dict_copies=tuple(map(tuple, map(dict.items, dict_cs))),
-        list_cs=list_cs, list_copies=tuple(map(tuple, list_cs)),
-        set_cs=set_cs, set_copies=tuple(map(frozenset, set_cs)),
+        dict_cs=dict_cs, dict_copies=dict_copies, list_cs=list_cs, list_copies=list_copies,
+        set_cs=set_cs, set_copies=set_copies,
         set_ids=tuple(map(frozenset, map(map, _repeat(id), set_cs))),
         bytearray_cs=bytearray_cs, bytearray_copies=tuple(map(bytes, bytearray_cs)),
+        restorable=tuple(zip(dict_cs + list_cs + set_cs, dict_copies + list_copies + set_copies)),
         listdir=os.listdir, lstat=os.lstat, isdir=_stat.S_ISDIR, rmdir=os.rmdir, unlink=os.unlink,
         fs=tuple(fs), fs_paths=frozenset(p for p, _ in fs), cleaned=cleaned,
         cleaned_below=tuple(r + "/" for r in cleaned),

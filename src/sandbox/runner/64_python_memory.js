@@ -55,36 +55,28 @@ function memDictRead(h32, h8, d, out, at) {
   return at;
 }
 
-/** Whether the dict at `d` holds exactly the keys and values `base[at, at + n)` (n words). */
+/** Where `memDictSame` reads a dict before comparing it (grown as needed). */
+let memScratch = new Uint32ArrayCtor(1024);
+
+/**
+ * Whether the dict at `d` holds exactly the keys and values `base[at, at + n)` (n words), read
+ * by `memDictRead` (the reading the baseline's self-test checked).
+ */
 function memDictSame(h32, h8, d, base, at, n) {
   if (h32[(d + 8) >>> 2] * 2 !== n) return false;
-  const end = at + n;
-  const keys = h32[(d + 24) >>> 2];
-  const vals = h32[(d + 28) >>> 2];
-  const entries = (keys + 20 + (1 << h8[keys + 5])) >>> 2;
-  if (vals === 0) {
-    const general = h8[keys + 6] === 0;
-    const stride = general ? 3 : 2;
-    const count = h32[(keys + 16) >>> 2];
-    for (let i = 0, e = entries + (general ? 1 : 0); i < count; i++, e += stride) {
-      const v = h32[e + 1];
-      if (v === 0) continue;
-      if (at >= end || h32[e] !== base[at] || v !== base[at + 1]) return false;
-      at += 2;
-    }
-  } else {
-    const size = h8[vals + 1];
-    const order = vals + 4 + 4 * h8[vals];
-    const v0 = (vals + 4) >>> 2;
-    for (let i = 0; i < size; i++) {
-      const ix = h8[order + i];
-      const v = h32[v0 + ix];
-      if (v === 0) continue;
-      if (at >= end || h32[entries + 2 * ix] !== base[at] || v !== base[at + 1]) return false;
-      at += 2;
-    }
-  }
-  return at === end;
+  if (memScratch.length < n + 2) memScratch = new Uint32ArrayCtor(2 * n + 2);
+  if (memDictRead(h32, h8, d, memScratch, 0) !== n) return false;
+  for (let i = 0; i < n; i++) if (memScratch[i] !== base[at + i]) return false;
+  return true;
+}
+
+/** Appends the item addresses of the list at `l` to `out` from `at` on; where they end, or -1 when `out` is full. */
+function memListRead(h32, l, out, at) {
+  const n = h32[(l + 8) >>> 2];
+  const items = h32[(l + 12) >>> 2] >>> 2;
+  if (at + n > out.length) return -1;
+  for (let i = 0; i < n; i++) out[at++] = h32[items + i];
+  return at;
 }
 
 /**
@@ -141,9 +133,8 @@ function laneMemBaseline() {
       if (at < 0 || h32[((d >>> 0) + 8) >>> 2] * 2 !== at - was) return null;
     }
     for (const l of pLists) {
-      const n = h32[((l >>> 0) + 8) >>> 2], items = h32[((l >>> 0) + 12) >>> 2] >>> 2;
-      if (at + n > got.length) return null;
-      for (let i = 0; i < n; i++) got[at++] = h32[items + i];
+      at = memListRead(h32, l >>> 0, got, at);
+      if (at < 0) return null;
     }
     if (at !== flatLen) return null;
     for (let i = 0; i < flatLen; i++) if (got[i] !== h32[((flat + 16) >>> 2) + i]) return null;
@@ -185,8 +176,8 @@ function laneMemBaseline() {
   dictAt[dicts.length] = at;
   for (let i = 0; i < lists.length; i++) {
     listAt[i] = at;
-    const l = lists[i] >>> 0, n = h32[(l + 8) >>> 2], items = h32[(l + 12) >>> 2] >>> 2;
-    for (let j = 0; j < n; j++) base[at++] = h32[items + j];
+    at = memListRead(h32, lists[i] >>> 0, base, at);
+    if (at < 0) return null;
   }
   listAt[lists.length] = at;
   if (at !== words) return null;
