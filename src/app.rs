@@ -18,6 +18,7 @@ use crate::ops::metrics::Metrics;
 use crate::sandbox::fs_rules;
 use crate::sandbox::jail::JailPolicy;
 use crate::sandbox::launch::{self, WorkerConfig};
+use crate::sandbox::pool::Sessions;
 use crate::sandbox::runtimes::{self, Runtimes};
 use crate::sandbox::snapshot;
 use crate::upstream::{UpstreamPool, UpstreamTimeouts};
@@ -57,11 +58,16 @@ pub struct App {
 }
 
 impl App {
-    /// Builds the app. `serving` installs missing runtimes (verified) first and warms the
-    /// worker pools; the other subcommands only use what is installed.
+    /// Builds the app. `serving` (for `serve`: how many client sessions it will have) installs
+    /// missing runtimes (verified) first and warms the worker pools; the other subcommands
+    /// (`None`) only use what is installed.
     /// A serving process also fits `worker_memory_mb` into its cgroup's memory limit first
     /// (see [`memory_fit`]), or refuses to start when the settings cannot fit.
-    pub async fn build(mut settings: Settings, serving: bool) -> Result<App, AppError> {
+    pub async fn build(
+        mut settings: Settings,
+        sessions: Option<Sessions>,
+    ) -> Result<App, AppError> {
+        let serving = sessions.is_some();
         let memory = if serving {
             Some(memory_fit::apply(&mut settings)?)
         } else {
@@ -198,7 +204,7 @@ impl App {
             settings.clone(),
             worker.clone(),
             wiring,
-            serving,
+            sessions,
         ));
         Ok(App {
             settings,

@@ -36,7 +36,7 @@ use crate::pii::Vault;
 use crate::sandbox::host::HostCalls;
 use crate::sandbox::launch::WorkerConfig;
 use crate::sandbox::outcome::{CapturedOutput, EndKind, OutputBuffer};
-use crate::sandbox::pool::{ProcessPolicy, ProcessPool};
+use crate::sandbox::pool::{ProcessPolicy, ProcessPool, Sessions};
 use crate::sandbox::proto::{HostRequest, Language};
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
@@ -202,14 +202,15 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// An executor; with `warm`, a spare worker process per language is started at once (for
-    /// `serve`).
+    /// An executor; for `serve` (`serving`: how many client sessions it has), spare worker
+    /// processes are kept started (see [`crate::sandbox::pool`]).
     pub(crate) fn new(
         settings: Arc<Settings>,
         worker: WorkerConfig,
         wiring: Wiring,
-        warm: bool,
+        serving: Option<Sessions>,
     ) -> Self {
+        let warm = serving.is_some();
         let policy = |stock, max_lanes, spare_from_start| ProcessPolicy {
             stock,
             max_lanes,
@@ -217,6 +218,7 @@ impl Executor {
             max_age: settings.worker_process_lifetime,
             max_sessions: settings.max_concurrent_executions + 4,
             spare_from_start,
+            sessions: serving.unwrap_or(Sessions::Many),
         };
         let ts_lanes = settings.max_lanes_typescript();
         let ts_policy = policy(settings.pool_size_typescript, ts_lanes, true);

@@ -21,6 +21,7 @@ use code_executor::front::http::{ALLOW_UNAUTHENTICATED_NETWORK, Exposure, HttpAc
 use code_executor::ops::metrics;
 use code_executor::sandbox::host::WorkerProcess;
 use code_executor::sandbox::launch::Lanes;
+use code_executor::sandbox::pool::Sessions;
 use code_executor::sandbox::proto::Language;
 use code_executor::sandbox::runtimes;
 use code_executor::sandbox::snapshot;
@@ -314,7 +315,13 @@ async fn serve(
         ),
         None => None,
     };
-    let app = App::build(settings, true).await?;
+    // Over stdio the server has one client session, over HTTP any number.
+    let sessions = if http.is_some() {
+        Sessions::Many
+    } else {
+        Sessions::One
+    };
+    let app = App::build(settings, Some(sessions)).await?;
     tracing::info!(
         servers = app.discovery.servers.len(),
         sources = ?app.discovery.sources_read,
@@ -404,7 +411,7 @@ async fn shutdown_signal() {
 }
 
 async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
-    let app = App::build(settings, false).await?;
+    let app = App::build(settings, None).await?;
     let pool = &app.upstream;
     // Connect every server so the listing shows real states and tool counts.
     pool.all_tools().await;
@@ -444,7 +451,7 @@ async fn search(
     detail: directory::Detail,
     json: bool,
 ) -> Result<ExitCode> {
-    let app = App::build(settings, false).await?;
+    let app = App::build(settings, None).await?;
     let pool = &app.upstream;
     let query = directory::SearchQuery::new(
         query.to_string(),
@@ -480,7 +487,7 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "defaults (no settings file)".into()),
     );
-    let app = match App::build(settings, false).await {
+    let app = match App::build(settings, None).await {
         Ok(app) => app,
         Err(e) => {
             report(false, "start-up", e.to_string());
@@ -498,7 +505,11 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
     match WorkerProcess::start(
         &app.worker,
         Language::Typescript,
-        Lanes { ready: 1, most: 1 },
+        Lanes {
+            ready: 1,
+            most: 1,
+            awaited: false,
+        },
     )
     .await
     {
@@ -646,7 +657,7 @@ async fn fetch_runtimes(settings: Settings, mirror: Option<PathBuf>) -> Result<E
     let runtimes = runtimes::ensure(&settings.runtime_dir, mirror.as_deref()).await?;
     println!("deno:     {}", runtimes.deno.display());
     println!("pyodide:  {}", runtimes.pyodide_dir.display());
-    let app = App::build(settings, false).await?;
+    let app = App::build(settings, None).await?;
     let prepared = snapshot::ensure(&app.worker, &app.settings.cache_dir)
         .await
         .context("making the Pyodide memory snapshot")?;

@@ -77,6 +77,9 @@ pub struct Lanes {
     /// The most lanes the process holds at once (ready, running or resetting); executions
     /// beyond them wait for one.
     pub most: usize,
+    /// Started for an execution that waits for it (not ahead of need, as a spare): a Python
+    /// process's first lane then serves it without taking a baseline first, and ends after it.
+    pub awaited: bool,
 }
 
 /// The environment of every Deno process of the sandbox, besides `DENO_DIR` (none of it is
@@ -142,7 +145,8 @@ impl WorkerConfig {
                     .arg(socket)
                     .arg(lanes.ready.to_string())
                     .arg(self.jail.max_isolates.to_string())
-                    .arg(lanes.most.to_string());
+                    .arg(lanes.most.to_string())
+                    .arg(if lanes.awaited { "awaited" } else { "ahead" });
                 if language == Language::Python {
                     cmd.arg(&self.pyodide_dir);
                     if let Some(snapshot) = snapshot {
@@ -300,7 +304,11 @@ mod tests {
         let process = Purpose::Process {
             language: Language::Typescript,
             socket: Path::new("/w/host.sock"),
-            lanes: Lanes { ready: 2, most: 4 },
+            lanes: Lanes {
+                ready: 2,
+                most: 4,
+                awaited: false,
+            },
             snapshot: None,
             wrappers: None,
         };
@@ -318,8 +326,8 @@ mod tests {
             ]
         );
         assert_eq!(
-            args[args.len() - 5..],
-            ["typescript", "/w/host.sock", "2", "16", "4"]
+            args[args.len() - 6..],
+            ["typescript", "/w/host.sock", "2", "16", "4", "ahead"]
         );
         let envs: Vec<_> = cmd.as_std().get_envs().map(|(k, _)| k.to_owned()).collect();
         assert_eq!(
@@ -343,7 +351,11 @@ mod tests {
         let process = Purpose::Process {
             language: Language::Python,
             socket: Path::new("/w/s"),
-            lanes: Lanes { ready: 1, most: 2 },
+            lanes: Lanes {
+                ready: 1,
+                most: 2,
+                awaited: true,
+            },
             snapshot: Some(Path::new("/c/py.snapshot")),
             wrappers: Some(Path::new("/w/cwd/wrappers")),
         };
@@ -356,7 +368,7 @@ mod tests {
             allowed(&args)[1],
             "--allow-read=/w/s,/w/cwd/wrappers,/rt/pyodide,/c/py.snapshot"
         );
-        let tail = &args[args.len() - 7..];
+        let tail = &args[args.len() - 8..];
         assert_eq!(
             tail,
             [
@@ -365,6 +377,7 @@ mod tests {
                 "1",
                 "16",
                 "2",
+                "awaited",
                 "/rt/pyodide",
                 "/c/py.snapshot"
             ]

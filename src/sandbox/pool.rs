@@ -34,6 +34,14 @@ const SWEEP_EVERY: Duration = Duration::from_secs(5);
 /// How often the processes running nothing are looked at for work left running (`stray`).
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
+/// How many client sessions a serving process has: over stdio one (its client), over HTTP any
+/// number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sessions {
+    One,
+    Many,
+}
+
 /// When worker processes are replaced, and what they keep ready.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ProcessPolicy {
@@ -49,6 +57,8 @@ pub(crate) struct ProcessPolicy {
     pub max_sessions: usize,
     /// Keep a spare from the start, rather than from the language's first execution on.
     pub spare_from_start: bool,
+    /// With one session, a spare only while it has no process that will go on serving.
+    pub sessions: Sessions,
 }
 
 /// The worker processes of one language.
@@ -103,14 +113,14 @@ impl ProcessPool {
         // process: two processes loading a runtime at once would each take twice as long.
         let first_use = !self.spare_wanted.swap(true, Ordering::Relaxed);
         if let Some(process) = self.serving(session) {
-            if first_use {
+            if first_use || self.successor_due(&process) {
                 self.wanted.notify_one();
             }
             return Ok(process);
         }
         let _binding = self.binding.lock().await;
         if let Some(process) = self.serving(session) {
-            if first_use {
+            if first_use || self.successor_due(&process) {
                 self.wanted.notify_one();
             }
             return Ok(process);
@@ -120,7 +130,7 @@ impl ProcessPool {
         let process = match spare.filter(|p| p.is_serving() && p.wrappers() == wrappers.as_deref())
         {
             Some(process) => Ok(process),
-            None => self.start_one().await,
+            None => self.start_one(true).await,
         };
         self.wanted.notify_one();
         let process = process?;
@@ -168,6 +178,32 @@ impl ProcessPool {
         }
     }
 
+    /// With one session, whether `process` (its process) nears its retirement, so that a spare
+    /// should be started to succeed it.
+    fn successor_due(&self, process: &WorkerProcess) -> bool {
+        if self.policy.sessions == Sessions::Many {
+            return false;
+        }
+        let (served, _) = process.served_and_running();
+        served.saturating_mul(10) >= self.policy.max_executions.saturating_mul(9)
+            || process.age() >= self.policy.max_age.mul_f32(0.9)
+    }
+
+    /// Whether a spare is kept now: from the language's first execution on (or from the start),
+    /// and with one session, only while it has no process that will go on serving.
+    fn spare_wanted(&self) -> bool {
+        if !self.spare_wanted.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.policy.sessions == Sessions::Many
+            || !self
+                .bound
+                .lock()
+                .expect("bound lock")
+                .values()
+                .any(|p| p.is_serving() && !self.successor_due(p))
+    }
+
     /// The wrapper modules as they are now (compared with what a process was given).
     fn current_wrappers(&self) -> Option<String> {
         stage::fingerprint(self.config.wrappers_dir.as_deref(), self.language)
@@ -189,14 +225,15 @@ impl ProcessPool {
         bound.remove(&oldest)
     }
 
-    /// Starts a process (for an execution waiting for it, or as the spare); a snapshot the runner refuses is
-    /// dropped (logged loudly) and the start retried without it, so Python keeps working, only
-    /// slower to start.
-    async fn start_one(&self) -> Result<Arc<WorkerProcess>, SpawnError> {
+    /// Starts a process, for an execution waiting for it (`awaited`) or as the spare; a
+    /// snapshot the runner refuses is dropped (logged loudly) and the start retried without it,
+    /// so Python keeps working, only slower to start.
+    async fn start_one(&self, awaited: bool) -> Result<Arc<WorkerProcess>, SpawnError> {
         let start = || {
             let lanes = Lanes {
                 ready: self.policy.stock,
                 most: self.policy.max_lanes,
+                awaited,
             };
             WorkerProcess::start(&self.config, self.language, lanes)
         };
@@ -281,7 +318,11 @@ impl ProcessPool {
         if !self.policy.spare_from_start && unused {
             self.spare_wanted.store(false, Ordering::Relaxed);
         }
-        let keep = self.spare_wanted.load(Ordering::Relaxed);
+        let keep = self.spare_wanted();
+        if keep {
+            // (With one session: its process may have come near its retirement, or ended.)
+            self.wanted.notify_one();
+        }
         let wrappers = self.current_wrappers();
         let mut spare = self.spare.lock().expect("spare lock");
         if spare.as_ref().is_some_and(|p| {
@@ -310,7 +351,7 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
             .expect("spare lock")
             .as_ref()
             .is_some_and(|s| s.is_serving());
-        if has_spare || !p.spare_wanted.load(Ordering::Relaxed) {
+        if has_spare || !p.spare_wanted() {
             // `notify_one` keeps a permit, so a take between here and the await is not lost.
             let wanted = p.wanted.clone();
             drop(p);
@@ -318,7 +359,7 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
             continue;
         }
         let started = std::time::Instant::now();
-        match p.start_one().await {
+        match p.start_one(false).await {
             Ok(process) => {
                 tracing::debug!(
                     language = p.language.as_str(),

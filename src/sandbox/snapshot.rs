@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
 use super::launch::{Purpose, WorkerConfig, supervisor_url};
-use super::prepared::Prepared;
+use super::prepared::{FileIdentity, Prepared};
 use super::runner;
 use crate::sandbox::runtimes::{DENO, PYODIDE};
 
@@ -50,19 +50,23 @@ fn digest_path(snapshot: &Path) -> PathBuf {
     snapshot.with_extension("snapshot.sha256")
 }
 
-fn sha256_of(path: &Path) -> Option<String> {
-    let bytes = std::fs::read(path).ok()?;
-    Some(hex::encode(Sha256::digest(bytes)))
+/// The SHA-256 of the file at `path`, and the identity of the very file it was read from.
+fn sha256_of(path: &Path) -> Option<(String, FileIdentity)> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let before = FileIdentity::of(&file.metadata().ok()?);
+    let mut digest = Sha256::new();
+    std::io::copy(&mut file, &mut digest).ok()?;
+    // Written to while it was read: the digest may describe neither version.
+    (FileIdentity::of(&file.metadata().ok()?) == before)
+        .then(|| (hex::encode(digest.finalize()), before))
 }
 
 /// The snapshot, if it exists and matches its recorded SHA-256.
 pub(crate) fn verified(cache_dir: &Path) -> Option<Prepared> {
     let snapshot = path(cache_dir);
     let recorded = std::fs::read_to_string(digest_path(&snapshot)).ok()?;
-    if sha256_of(&snapshot)? != recorded.trim() {
-        return None;
-    }
-    Some(Prepared { snapshot })
+    let (digest, identity) = sha256_of(&snapshot)?;
+    (digest == recorded.trim()).then_some(Prepared { snapshot, identity })
 }
 
 /// Returns the verified snapshot, making it first if it is missing (or fails verification).
@@ -115,13 +119,21 @@ pub async fn ensure(config: &WorkerConfig, cache_dir: &Path) -> Result<Prepared,
             stderr.trim().chars().take(2000).collect::<String>()
         )));
     }
-    let digest =
+    let (digest, _) =
         sha256_of(&out).ok_or_else(|| SnapshotError::Make("no snapshot written".into()))?;
     // The snapshot first, its digest last: `verified` wants both.
     std::fs::rename(&out, &target).map_err(io(&target))?;
     std::fs::write(digest_path(&target), &digest).map_err(io(&target))?;
+    // The identity is taken after the rename, which changes the file's ctime (the staging
+    // directory is private: nothing wrote to the file in between).
+    let identity = std::fs::metadata(&target)
+        .map(|m| FileIdentity::of(&m))
+        .map_err(io(&target))?;
     tracing::info!(path = %target.display(), "Pyodide snapshot ready");
-    Ok(Prepared { snapshot: target })
+    Ok(Prepared {
+        snapshot: target,
+        identity,
+    })
 }
 
 #[cfg(test)]
@@ -136,11 +148,27 @@ mod tests {
         assert_eq!(verified(cache.path()), None, "no recorded digest");
         let digest = hex::encode(Sha256::digest(b"pyodide heap"));
         std::fs::write(digest_path(&snapshot), &digest).unwrap();
-        let prepared = Prepared {
-            snapshot: snapshot.clone(),
-        };
-        assert_eq!(verified(cache.path()), Some(prepared));
+        let prepared = verified(cache.path()).expect("the recorded digest matches");
+        assert_eq!(prepared.snapshot, snapshot);
         std::fs::write(&snapshot, b"pyodide heap, altered").unwrap();
         assert_eq!(verified(cache.path()), None, "content no longer matches");
+    }
+
+    #[test]
+    fn a_snapshot_written_after_its_verification_is_dropped_at_the_next_start() {
+        let cache = tempfile::tempdir().unwrap();
+        let snapshot = path(cache.path());
+        std::fs::write(&snapshot, b"pyodide heap").unwrap();
+        let digest = hex::encode(Sha256::digest(b"pyodide heap"));
+        std::fs::write(digest_path(&snapshot), &digest).unwrap();
+        let slot = super::super::prepared::PreparedSlot::default();
+        slot.set(verified(cache.path()).unwrap());
+        assert!(slot.get().is_some(), "unchanged: used");
+        // The same length, written in place: only the change times tell (a tick later: file
+        // times are taken from the kernel's coarse clock).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::write(&snapshot, b"pyodide HEAP").unwrap();
+        assert!(slot.get().is_none(), "written since it was hashed: dropped");
+        assert!(slot.get().is_none(), "and stays dropped");
     }
 }

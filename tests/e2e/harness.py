@@ -452,18 +452,25 @@ class McpClient:
 
     @property
     def server_pid(self) -> int | None:
-        """The pid of the code-executor process (stdio: the child of this process running the binary)."""
+        """The pid of the code-executor process (stdio: the child of this process running the binary
+        with this client's HOME, when several servers run)."""
         if self.proc is not None:
             return self.proc.pid
         wanted = str(binary())
+        home = f"HOME={self.e2e.home}".encode() if self.e2e is not None else None
+        found = None
         for pid in child_pids(os.getpid()):
             try:
                 argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode()
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if argv0 == wanted:
+            if argv0 != wanted:
+                continue
+            if home is None or home in environ:
                 return pid
-        return None
+            found = found or pid
+        return found
 
     def structured(self, name: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         result = self.call(name, args)

@@ -1,6 +1,8 @@
 """Worker processes and isolates around executions: errors escaping at the very end of the code
 still count (the end-of-run turn is cheap but not blind); a client session takes the spare worker
-process of a language, a new spare is started, and the session keeps its process; each
+process of a language, a new spare is started over HTTP, and the session keeps its process; over
+stdio (one session) no spare is kept beside the session's process until it nears its retirement;
+a Python process started for a waiting execution serves it on a single-use lane; each
 execution's isolate is ended once it has reported (the process's threads do not pile up) and the
 process prepares the next; a process with no prepared isolates (no pool) runs the same programs."""
 
@@ -113,6 +115,67 @@ def test_a_session_takes_the_spare_process_and_keeps_it(start_server) -> None:
         timeout=30,
     )
     assert counters["warmTypescriptWorkers"] >= 2, counters  # the session's process and the spare
+    assert_alive(c)
+
+
+def test_over_stdio_a_spare_waits_only_for_the_sessions_next_process(start_server) -> None:
+    """Over stdio the one client session is the only one that could take a spare: one waits before
+    its first execution; once the session has its process, none is kept (each would hold 75-160
+    MiB for nothing) until that process nears its retirement (90% of its executions: here 9 of
+    10), when its successor starts; the session then moves on to it, and again no spare is kept."""
+    c = start_server({**SERVER_ENV, "CODE_EXECUTOR_WORKER_PROCESS_EXECUTIONS": "10"})
+
+    def processes():
+        return c.structured("health", {})["executions"]["workerProcesses"]
+
+    first = _wait_for(
+        "no spare TypeScript process before the first execution",
+        lambda: (lambda w: w if processes()["typescriptSpare"] == 1 and len(w["typescript"]) == 1 else None)(_workers(c)),
+    )
+    ts = ok(c, "Deno.pid").result
+    assert first["typescript"] == [ts], (ts, first)
+    py = ok_py(c, "import js\njs.Deno.pid").result
+    time.sleep(3)  # several times what a spare takes to start
+    procs, workers = processes(), _workers(c)
+    assert (procs["typescriptSpare"], procs["pythonSpare"]) == (0, 0), procs
+    assert workers["typescript"] == [ts] and workers["python"] == [py], workers
+    # Executions 2 to 9 of the session's TypeScript process: its successor starts as the 9th ends.
+    for _ in range(8):
+        assert ok(c, "Deno.pid").result == ts
+    successor = _wait_for(
+        "no successor started as the session's process neared its retirement",
+        lambda: (lambda w: [p for p in w["typescript"] if p != ts] if len(w["typescript"]) == 2 else None)(_workers(c)),
+    )
+    _wait_for("the successor is not ready", lambda: processes()["typescriptSpare"] == 1)
+    assert ok(c, "Deno.pid").result == ts  # the 10th, its last
+    assert ok(c, "Deno.pid").result == successor[0]
+    time.sleep(3)
+    assert processes()["typescriptSpare"] == 0, processes()
+    assert _wait_for("the retired process is still there", lambda: _workers(c)["typescript"] == successor)
+    assert_alive(c)
+
+
+def test_a_python_process_started_for_an_execution_serves_it_on_a_single_use_lane(start_server) -> None:
+    """The first execution, which waited for its process, runs on a lane that takes no baseline
+    and ends after it: afterwards the process holds the one lane of its stock (a reused lane
+    would be ready again beside the one started when it was taken), nothing the first execution
+    left is seen, and later executions run on reused lanes."""
+    c = start_server(SERVER_ENV)
+
+    def ready() -> int:
+        return c.structured("health", {})["executions"]["warmPythonWorkers"]
+
+    ex = ok_py(c, "import json\njson.planted = 'first'\nimport js\njs.Deno.pid")
+    py = ex.result
+    _wait_for("the process's first reusable lane is not ready", lambda: ready() >= 1)
+    time.sleep(2)  # a reused first lane would be ready again long before
+    assert ready() == 1, ready()
+    ex = ok_py(c, "import json, js\n[getattr(json, 'planted', None), js.Deno.pid]")
+    assert ex.result == [None, py], ex.describe()
+    for i in range(3):
+        assert ok_py(c, f"{i} * 2").result == i * 2
+    _wait_for("the reused lane is not ready again", lambda: ready() >= 1, timeout=20)
+    assert _workers(c)["python"] == [py], _workers(c)
     assert_alive(c)
 
 

@@ -15,9 +15,10 @@
 // which alone holds the connection to the host).
 //
 // The supervisor starts each isolate from a tiny bootstrap module and hands it this source,
-// `port` (a MessagePort to the supervisor) and `init` (what to prepare: `init.mode` is `typescript`, `python` or `snapshot`; for Python the
-// Pyodide sources, the compiled module and the snapshot file; `init.nonce`, unique to the
-// isolate). The source is evaluated as one function body (`function (init, port) { ... }`), so its
+// `port` (a MessagePort to the supervisor) and `init` (what to prepare: `init.mode` is
+// `typescript`, `python` or `snapshot`; for Python the Pyodide sources and the snapshot file, the
+// compiled module following in a message of its own (`pyodideModule`, 60); `init.nonce`, unique
+// to the isolate; `init.singleUse`, see 99). The source is evaluated as one function body (`function (init, port) { ... }`), so its
 // declarations stay private to it. Keep it free of `import` declarations and of `import.meta`.
 //
 // Layout: "this script" is the numbered plain scripts of src/sandbox/runner/ joined in name

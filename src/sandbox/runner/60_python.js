@@ -415,28 +415,59 @@ function pyWriter(stream) {
 }
 
 /**
- * Swaps `WebAssembly.instantiate` and `instantiateStreaming` for versions that instantiate
- * Pyodide's module from `module` (compiled once by the supervisor, its code shared by every
- * isolate of the process) instead of compiling its bytes again; small modules pass through.
- * Returns the function that puts the originals back.
+ * Pyodide's WebAssembly module, compiled once by the process's main thread (its code shared by
+ * every isolate of the process): it comes in a message of its own after `init`, so that the
+ * isolate boots, reads its snapshot and evaluates the Emscripten source while it compiles.
  */
-function instantiateFrom(module) {
+const pyodideModule = launch.mode === "python" || launch.mode === "snapshot"
+  ? new Promise((resolve) => {
+    addEventListenerPrivate("message", (event) => resolve(event.data?.module), { once: true });
+  })
+  : null;
+
+/**
+ * Swaps what Pyodide loads its parts with, while it starts: `fetch` answers for the two files the
+ * process's main thread already read (`pyodide.asm.wasm`, `python_stdlib.zip`) without reading
+ * them again, and `WebAssembly.instantiate`/`instantiateStreaming` instantiate the module the
+ * main thread compiled (its code shared by every isolate of the process) instead of compiling
+ * bytes again (`module`: a promise of it); anything else passes through. Returns the function
+ * that puts the originals back.
+ */
+function loadFromProcess(p, dirUrl, module) {
   const wasm = globalThis.WebAssembly;
   const { instantiate, instantiateStreaming } = wasm;
-  const fromModule = async (imports) => ({ instance: await ReflectApply(instantiate, wasm, [module, imports]), module });
+  const realFetch = globalThis.fetch;
+  const wasmUrl = new URL("pyodide.asm.wasm", dirUrl).href;
+  const stdlibUrl = new URL("python_stdlib.zip", dirUrl).href;
+  // Stands for pyodide.asm.wasm: `instantiateStreaming` knows it by identity.
+  const wasmResponse = new Response(null);
+  let stdlib = p.stdlib instanceof Uint8Array ? p.stdlib : null;
+  p.stdlib = null; // (MEMFS keeps the one copy a lane needs)
+  const fromModule = async (imports) => {
+    const compiled = await module;
+    return { instance: await ReflectApply(instantiate, wasm, [compiled, imports]), module: compiled };
+  };
+  globalThis.fetch = function (input, init) {
+    const url = typeof input === "string" ? input : safeString(input?.url ?? input);
+    if (url === wasmUrl) return Promise.resolve(wasmResponse);
+    if (url === stdlibUrl && stdlib !== null) {
+      const body = stdlib;
+      stdlib = null;
+      return Promise.resolve(new Response(body));
+    }
+    return ReflectApply(realFetch, globalThis, [input, init]);
+  };
   wasm.instantiate = function (source, imports) {
     if (source?.byteLength > 1000000) return fromModule(imports);
     return ReflectApply(instantiate, wasm, [source, imports]);
   };
   wasm.instantiateStreaming = async function (response, imports) {
     const r = await response;
-    if (typeof r?.url === "string" && r.url.endsWith("/pyodide.asm.wasm")) {
-      r.body?.cancel().catch(() => {});
-      return fromModule(imports);
-    }
+    if (r === wasmResponse) return fromModule(imports);
     return ReflectApply(instantiateStreaming, wasm, [r, imports]);
   };
   return () => {
+    globalThis.fetch = realFetch;
     wasm.instantiate = instantiate;
     wasm.instantiateStreaming = instantiateStreaming;
   };
@@ -445,8 +476,9 @@ function instantiateFrom(module) {
 /**
  * Loads Pyodide as the supervisor prepared it (`launch.pyodide`): the API module from the
  * distribution, the Emscripten module from the source text the supervisor read (evaluated here,
- * outside the module loader), the WebAssembly instance from the process's compiled module, and
- * `extra` (snapshot options). Pyodide runs in its Deno mode: no Node `process` is lent to it.
+ * outside the module loader), the WebAssembly instance from the process's compiled module, the
+ * standard library from the bytes it read (`loadFromProcess`), and `extra` (snapshot options).
+ * Pyodide runs in its Deno mode: no Node `process` is lent to it.
  */
 async function startPyodide(extra) {
   const p = launch.pyodide;
@@ -454,7 +486,7 @@ async function startPyodide(extra) {
   dirUrl.pathname = p.dir;
   const url = new URL("pyodide.mjs", dirUrl);
   const createPyodideModule = evalPrivate(p.emscriptenSource);
-  const restore = instantiateFrom(p.module);
+  const restore = loadFromProcess(p, dirUrl, pyodideModule);
   const denoDescriptor = Object.getOwnPropertyDescriptor(globalThis, "Deno");
   delete globalThis.Deno;
   try {

@@ -2,10 +2,10 @@
 // and the `snapshot` mode that makes it (`makeSnapshot`), reproducibly (`makeRunReproducible`).
 // Relies on 00-02, `startPyodide` (60); calls `installSandboxModule` (62).
 
-// Snapshot file: "PYSNAP01", SHA-256 of the supervisor's own URL (so of the whole runner), a
-// checksum of the payload, zeros up to byte 80, then the payload: Pyodide's
-// `makeMemorySnapshot()`. The supervisor verifies the file once, when its process starts, and
-// writes it in `snapshot` mode; an isolate reads only the payload.
+// Snapshot file: "PYSNAP02", SHA-256 of the supervisor's own URL (so of the whole runner), zeros
+// up to byte 80, then the payload: Pyodide's `makeMemorySnapshot()`. The host hashes the file
+// once and the supervisor checks its header when its process starts (see 30_python.js); the
+// supervisor writes it in `snapshot` mode; an isolate reads only the payload.
 const SNAPSHOT_HEADER = 80;
 const oneLine = (e) => safeString(e?.message ?? e).replace(/\s+/g, " ").slice(0, 1000);
 

@@ -39,7 +39,8 @@ async function main() {
   if (typeof MessageChannelCtor === "function") turnChannel = new MessageChannelCtor();
   if (runtime.prepare) await runtime.prepare();
   if (mode === "typescript") await warmUp();
-  if (mode === "python") await takeLaneBaseline();
+  // A single-use lane serves one execution and ends (see the supervisor's `singleUseNext`).
+  if (mode === "python" && launch.singleUse !== true) await takeLaneBaseline();
   listen(onLine);
   send({ type: "ready" });
 }

@@ -20,15 +20,17 @@
 //
 // Its standard input carries the isolate runner's source (src/sandbox/runner/), then ends: the
 // main thread reads it before anything else (`readIsolateSource`). Launch arguments (`Deno.args`):
-//   typescript SOCKET STOCK MAX LANES            serve TypeScript executions
-//   python SOCKET STOCK MAX LANES DIR [SNAPSHOT] serve Python executions (DIR: the Pyodide
-//                                                distribution; SNAPSHOT: its verified memory
-//                                                snapshot, exit code 75 when it is unusable)
-//   snapshot DIR OUT                             (trusted, at install time) write the snapshot
+//   typescript SOCKET STOCK MAX LANES FOR            serve TypeScript executions
+//   python SOCKET STOCK MAX LANES FOR DIR [SNAPSHOT] serve Python executions (DIR: the Pyodide
+//                                                    distribution; SNAPSHOT: its verified memory
+//                                                    snapshot, exit code 75 when it is unusable)
+//   snapshot DIR OUT                                 (trusted, at install time) write the snapshot
 // STOCK is how many lanes to keep ready (isolates that serve executions one after another), MAX
 // the most isolates the process may hold at once, its main thread's and the router's included
 // (ended ones still being torn down too), LANES the most lanes it holds at once (executions
-// beyond them wait for one).
+// beyond them wait for one), FOR `awaited` when an execution waits for the process to start
+// (`ahead` otherwise): a Python process's first lane then serves it without taking a baseline,
+// and ends after it (see `singleUseNext` in 20).
 //
 // Layout: the numbered plain scripts of src/sandbox/supervisor/ joined in name order into one
 // module (src/sandbox/runner.rs), run as one data: URL. Keep it free of static imports.

@@ -25,6 +25,7 @@ const StringToWellFormed = String.prototype.toWellFormed;
  * @property {"preparing" | "ready" | "running" | "recycling" | "ended"} state
  * @property {number | null} exec the execution it runs
  * @property {number} unwritten bytes of its lines not yet written to the host
+ * @property {boolean} singleUse it serves one execution, then ends (see `singleUseNext`)
  * @property {number} [recycleTimer] while it recycles, the timer that ends it if it is not ready in time
  */
 
@@ -56,6 +57,15 @@ let lanes = false;
  * ended execution keeps its event loop busy) is ended.
  */
 const RECYCLE_MS = 5_000;
+/**
+ * Whether the next isolate started is single-use (set by `routerMain`, for the first one only):
+ * it serves one execution without taking a lane's baseline, and ends after it. A Python
+ * process started for an execution waiting for it (launch argument `awaited`) serves that
+ * execution 80-100 ms sooner so; its next lane, started as the first one is taken, takes its
+ * baseline meanwhile. (A lane that served one execution and ends needs no baseline: nothing
+ * runs in it after that execution.)
+ */
+let singleUseNext = false;
 /** How long surplus ready lanes (beyond the stock wanted) are kept once nothing runs (set by `routerMain`). */
 let surplusLaneMs = 30_000;
 let surplusTimer = null;
@@ -111,13 +121,14 @@ function allowed() {
     diag("an `allowed` nobody asked for");
     return;
   }
-  if (iso !== null && iso.state === "preparing") toMain({ create: iso.id });
+  if (iso !== null && iso.state === "preparing") toMain({ create: iso.id, singleUse: iso.singleUse });
 }
 
 function startIsolate() {
   preparing++;
   /** @type {Isolate} */
-  const iso = { id: nextIsolateId++, port: null, state: "preparing", exec: null, unwritten: 0 };
+  const iso = { id: nextIsolateId++, port: null, state: "preparing", exec: null, unwritten: 0, singleUse: singleUseNext };
+  singleUseNext = false;
   isolates.set(iso.id, iso);
   isolatesHeld++;
   reportIsolates(iso);
@@ -201,7 +212,7 @@ function fromIsolate(iso, data) {
   }
   // The runner's `done` starts with exactly this: the execution is over.
   if (line.startsWith('{"v":1,"type":"done"')) {
-    if (!lanes) return endIsolate(iso);
+    if (!lanes || iso.singleUse) return endIsolate(iso);
     running.delete(exec);
     iso.exec = null;
     iso.state = "recycling";

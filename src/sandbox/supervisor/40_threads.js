@@ -38,14 +38,15 @@ const isolateWorkers = new Map();
 /**
  * Starts the router (it inherits the permissions reaching the host's socket); once it is
  * connected, gives up those permissions here too, before any isolate exists (the router asks for
- * isolates only after it has said so). `setup` is what the router needs.
+ * isolates only after it has said so). `setup` is what the router needs; `isolateInit`, a promise
+ * of what every isolate is started with; `module`, of Pyodide's compiled module (or null).
  */
-function startRouter(socket, setup, isolateInit) {
+function startRouter(socket, setup, isolateInit, module) {
   const router = new Worker(import.meta.url, { type: "module", name: "router" });
   router.onmessage = (event) => {
     const m = event.data;
     if (m.connected === true) giveUpHostAccess(socket);
-    else if (m.create !== undefined) startIsolateWorker(router, m.create, isolateInit);
+    else if (m.create !== undefined) startIsolateWorker(router, m.create, isolateInit, module, m.singleUse === true);
     else if (m.terminate !== undefined) {
       isolateWorkers.get(m.terminate)?.terminate();
       isolateWorkers.delete(m.terminate);
@@ -66,8 +67,12 @@ function giveUpHostAccess(socket) {
   D.permissions.revokeSync({ name: "read", path: socket });
 }
 
-/** Starts isolate `id` with `init` and a fresh nonce, and hands the router its port. */
-function startIsolateWorker(router, id, init) {
+/**
+ * Starts isolate `id` and hands the router its port; the isolate boots while `init` (a promise)
+ * is still being prepared, and gets it, with a fresh nonce and `singleUse`, once it is; then
+ * `module` (a promise, or null), Pyodide's compiled module, in a message of its own.
+ */
+function startIsolateWorker(router, id, init, module, singleUse) {
   const channel = new MessageChannel();
   const worker = new Worker(BOOT_URL, { type: "module", name: "isolate" });
   isolateWorkers.set(id, worker);
@@ -77,7 +82,13 @@ function startIsolateWorker(router, id, init) {
     event.preventDefault();
     router.postMessage({ failed: id, message: safeString(event.message ?? event.error) });
   };
-  const source = runnerFunction();
-  worker.postMessage({ source, init: { ...init, nonce: crypto.randomUUID() }, port: channel.port1 }, [channel.port1]);
   router.postMessage({ created: id, port: channel.port2 }, [channel.port2]);
+  init.then((init) => {
+    if (!isolateWorkers.has(id)) return; // terminated meanwhile
+    const source = runnerFunction();
+    worker.postMessage({ source, init: { ...init, nonce: crypto.randomUUID(), singleUse }, port: channel.port1 }, [channel.port1]);
+    module?.then((module) => {
+      if (isolateWorkers.has(id)) worker.postMessage({ module });
+    });
+  });
 }

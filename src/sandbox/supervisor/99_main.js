@@ -31,7 +31,7 @@ function onHostLine(text) {
 
 /** The main thread: reads the isolate runner, prepares, starts the router, then serves it. */
 async function main() {
-  const [mode, socket, stockArg, maxArg, lanesArg, dir, snapshot] = launchArgs;
+  const [mode, socket, stockArg, maxArg, lanesArg, startedFor, dir, snapshot] = launchArgs;
   await readIsolateSource();
   if (mode === "snapshot") {
     await writeSnapshot();
@@ -39,7 +39,15 @@ async function main() {
   }
   if (mode !== "typescript" && mode !== "python") throw new Error(`unknown mode ${safeString(mode).slice(0, 64)}`);
   const stock = Number(stockArg);
-  const pyodide = mode === "python" ? await preparePyodide(dir, snapshot) : undefined;
+  // Read and compiled while the router starts and connects, and while the first isolate boots:
+  // it waits only for what it needs.
+  const failed = (e) => {
+    diag("cannot prepare Pyodide: " + oneLine(e));
+    D.exit(70);
+  };
+  const python = mode === "python" ? preparePyodide(dir, snapshot) : null;
+  const init = (python?.files ?? Promise.resolve(undefined)).then((pyodide) => ({ mode, pyodide }), failed);
+  const module = python?.module.catch(failed) ?? null;
   const max = Number(maxArg);
   const most = Number(lanesArg);
   const setup = {
@@ -49,9 +57,10 @@ async function main() {
     lanes: true,
     // A TypeScript lane starts in milliseconds: surplus ones go soon after the load that wanted
     // them. A Python lane takes hundreds of milliseconds of CPU to prepare: they stay longer.
-    surplusLaneMs: mode === "python" ? 30_000 : 5_000,
+    surplusLaneMs: mode === "python" ? 30_000 : 2_000,
+    singleUseFirst: mode === "python" && startedFor === "awaited",
   };
-  startRouter(socket, setup, { mode, pyodide });
+  startRouter(socket, setup, init, module);
 }
 
 /** The router: connects to the host, keeps the stock, routes until the host goes away. */
@@ -64,6 +73,7 @@ function routerMain() {
       maxLanes = m.maxLanes;
       lanes = m.lanes === true;
       surplusLaneMs = m.surplusLaneMs;
+      singleUseNext = m.singleUseFirst === true;
       try {
         await connectToHost(m.socket);
       } catch (e) {
