@@ -477,15 +477,21 @@ function loadFromProcess(p, dirUrl, module) {
  * Loads Pyodide as the supervisor prepared it (`launch.pyodide`): the API module from the
  * distribution, the Emscripten module from the source text the supervisor read (evaluated here,
  * outside the module loader), the WebAssembly instance from the process's compiled module, the
- * standard library from the bytes it read (`loadFromProcess`), and `extra` (snapshot options).
+ * standard library from the bytes it read (`loadFromProcess`), and `extra` (snapshot options);
+ * `hook`, when given, sees the Emscripten module before Pyodide bootstraps in it.
  * Pyodide runs in its Deno mode: no Node `process` is lent to it.
  */
-async function startPyodide(extra) {
+async function startPyodide(extra, hook = null) {
   const p = launch.pyodide;
   const dirUrl = new URL("file:///");
   dirUrl.pathname = p.dir;
   const url = new URL("pyodide.mjs", dirUrl);
-  const createPyodideModule = evalPrivate(p.emscriptenSource);
+  const create = evalPrivate(p.emscriptenSource);
+  const createPyodideModule = hook === null ? create : async (settings) => {
+    const module = await create(settings);
+    hook(module);
+    return module;
+  };
   const restore = loadFromProcess(p, dirUrl, pyodideModule);
   const denoDescriptor = Object.getOwnPropertyDescriptor(globalThis, "Deno");
   delete globalThis.Deno;

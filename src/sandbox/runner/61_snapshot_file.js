@@ -1,5 +1,6 @@
-// 61_snapshot_file.js: the Pyodide memory snapshot: reading its payload (`readSnapshotPayload`),
-// and the `snapshot` mode that makes it (`makeSnapshot`), reproducibly (`makeRunReproducible`).
+// 61_snapshot_file.js: the Pyodide memory snapshot: loading it straight into an instance's memory
+// (`snapshotLoader`), and the `snapshot` mode that makes it (`makeSnapshot`), reproducibly
+// (`makeRunReproducible`).
 // Relies on 00-02, `startPyodide` (60); calls `installSandboxModule` (62).
 
 // Snapshot file: "PYSNAP02", SHA-256 of the supervisor's own URL (so of the whole runner), zeros
@@ -9,21 +10,56 @@
 const SNAPSHOT_HEADER = 80;
 const oneLine = (e) => safeString(e?.message ?? e).replace(/\s+/g, " ").slice(0, 1000);
 
-/** The payload of the (verified) snapshot file at `path`, read in place. */
-async function readSnapshotPayload(path) {
-  const file = await D.open(path);
+/** Fills `bytes` from `file`'s position on. */
+function readFully(file, bytes) {
+  for (let n = 0, at = 0; at < bytes.length; at += n) {
+    if (!(n = file.readSync(bytes.subarray(at)))) throw new Error("truncated while reading");
+  }
+}
+
+/**
+ * Loads the (verified) snapshot file at `path` into the instance's memory without a 30 MB copy
+ * in between. Pyodide's payload is its own header and metadata, then the heap image; Pyodide
+ * takes the memory's size from the length of what it is given (`placeholder`: as long as the
+ * payload, never written, so never in memory) and copies the heap image into its memory in
+ * `API.restoreSnapshot`. `hook(module)` makes that function check the header and metadata as
+ * before (given only them) and then read the heap image from the file straight into the memory.
+ */
+function snapshotLoader(path) {
+  let size, head;
+  const file = D.openSync(path);
   try {
-    const size = (await file.stat()).size - SNAPSHOT_HEADER;
-    if (!(size > 0)) throw new Error("not a snapshot file");
-    await file.seek(SNAPSHOT_HEADER, D.SeekMode.Start);
-    const bytes = new Uint8Array(size);
-    for (let n = 0, at = 0; at < size; at += n) {
-      if (!(n = await file.read(bytes.subarray(at)))) throw new Error("truncated while reading");
-    }
-    return bytes;
+    size = file.statSync().size - SNAPSHOT_HEADER;
+    if (!(size > 16)) throw new Error("not a snapshot file");
+    file.seekSync(SNAPSHOT_HEADER, D.SeekMode.Start);
+    const first = new Uint8Array(16);
+    readFully(file, first);
+    // Pyodide's payload header: magic, where the heap image starts, the metadata's length.
+    const heapAt = new DataView(first.buffer).getUint32(4, true);
+    if (!(heapAt >= 16 && heapAt < size)) throw new Error("not a Pyodide snapshot");
+    head = new Uint8Array(heapAt);
+    head.set(first);
+    readFully(file, head.subarray(16));
   } finally {
     file.close();
   }
+  const placeholder = new Uint8Array(size);
+  const hook = (module) => {
+    const restore = module.API.restoreSnapshot;
+    module.API.restoreSnapshot = function (snapshot) {
+      if (snapshot !== placeholder) return ReflectApply(restore, this, [snapshot]);
+      const metadata = ReflectApply(restore, this, [head]);
+      const image = D.openSync(path);
+      try {
+        image.seekSync(SNAPSHOT_HEADER + head.length, D.SeekMode.Start);
+        readFully(image, new Uint8Array(module.HEAPU8.buffer, 0, size - head.length));
+      } finally {
+        image.close();
+      }
+      return metadata;
+    };
+  };
+  return { placeholder, hook };
 }
 
 /**

@@ -1,6 +1,6 @@
 // 62_python_runtime.js: the Python runtime: installing module `sandbox`, `preparePython`
 // (before `ready`, from the snapshot file or not) and `runPython`. Relies on 00-02,
-// `installPythonWrappers` (55), `installPythonSkills` (56), 60 and `readSnapshotPayload` (61).
+// `installPythonWrappers` (55), `installPythonSkills` (56), 60 and `snapshotLoader` (61).
 
 /** Creates module `sandbox` from `PY_PRELUDE`. */
 function installSandboxModule(py) {
@@ -22,10 +22,8 @@ async function preparePython() {
     installSandboxModule(pyodide);
   } else {
     try {
-      const payload = await readSnapshotPayload(file);
-      pyodide = await startPyodide({ _loadSnapshot: payload });
-      // Pyodide copied it into its memory: free the file's 30 MB now, not at some later GC.
-      payload.buffer.transfer?.(0);
+      const { placeholder, hook } = snapshotLoader(file);
+      pyodide = await startPyodide({ _loadSnapshot: placeholder }, hook);
     } catch (e) {
       throw new SnapshotUnusable(oneLine(e));
     }
