@@ -10,7 +10,12 @@
 //! successor of a retired process waits for a process to start, one spare process per language
 //! is kept started and ready, bound to no session until it is taken: for TypeScript from the
 //! start, for Python (a process with a prepared Pyodide holds about 150 MiB) once its first
-//! execution has a process, until the language has gone unused for [`IDLE_AFTER`].
+//! execution has a process, until the language has gone unused for [`IDLE_AFTER`]. A server with
+//! one client session ([`Sessions::One`], stdio) keeps a spare only while that session has no
+//! process that will go on serving: before its first execution, and once its process nears its
+//! retirement (90% of its executions or of its lifetime), so that its successor is ready in time.
+//! Nothing else could take one, and each holds 75 MiB (TypeScript) to 160 MiB (Python). (The
+//! retirement itself stays exact: with `worker_process_executions` = 1, a process per execution.)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
