@@ -65,7 +65,11 @@ impl PreparedSlot {
             path = %prepared.snapshot.display(),
             "the Pyodide snapshot changed on disk after it was verified: not used any more"
         );
-        self.discard();
+        // Only the one found changed: a snapshot adopted meanwhile stays.
+        let mut slot = self.0.write().expect("prepared slot lock");
+        if slot.as_ref().is_some_and(|p| Arc::ptr_eq(p, &prepared)) {
+            *slot = None;
+        }
         None
     }
 

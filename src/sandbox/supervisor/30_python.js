@@ -1,8 +1,9 @@
 // 30_python.js (main thread): what the isolates of a Python process start Pyodide from, prepared
 // once per process (`preparePyodide`): the compiled WebAssembly module (its code shared by every
 // isolate), the Emscripten module's source made evaluable as a script, the lock file, the
-// standard library's zip, and the snapshot file, its header checked (`verifySnapshot`); and the `snapshot` mode that writes that file
-// (`writeSnapshot`). Relies on 00; `BOOT_URL`, `runnerFunction` (40) for the snapshot isolate.
+// standard library's zip, and the snapshot file, its header checked (`verifySnapshot`); and the
+// `snapshot` mode that writes that file (`writeSnapshot`). Relies on 00; `BOOT_URL`,
+// `runnerFunction` (40) for the snapshot isolate.
 
 // Snapshot file: "PYSNAP02", SHA-256 of the whole runner (this module's own URL and the isolate
 // runner's source: a runner that changed cannot load an old snapshot), zeros up to byte 80, then
