@@ -114,6 +114,44 @@ struct Life {
     retiring: Option<String>,
     /// Why it is gone, once it is.
     gone: Option<String>,
+    /// How fast executions have been starting in it lately.
+    pace: Pace,
+}
+
+/// The pace at which executions start in a process: measured over windows of at least
+/// [`Pace::WINDOW`], and taken as none once a window passed without any.
+#[derive(Debug, Default)]
+struct Pace {
+    /// When the current window began, and the executions served by then.
+    window: Option<(Instant, u64)>,
+    per_second: f64,
+}
+
+impl Pace {
+    const WINDOW: Duration = Duration::from_millis(250);
+
+    fn record(&mut self, served: u64, now: Instant) {
+        match self.window {
+            Some((began, then)) if now.duration_since(began) >= Self::WINDOW => {
+                let elapsed = now.duration_since(began);
+                self.per_second = if elapsed > Self::WINDOW * 4 {
+                    0.0
+                } else {
+                    (served - then) as f64 / elapsed.as_secs_f64()
+                };
+                self.window = Some((now, served));
+            }
+            Some(_) => {}
+            None => self.window = Some((now, served)),
+        }
+    }
+
+    fn per_second(&self, now: Instant) -> f64 {
+        match self.window {
+            Some((began, _)) if now.duration_since(began) <= Self::WINDOW * 4 => self.per_second,
+            _ => 0.0,
+        }
+    }
 }
 
 static NEXT_PROCESS: AtomicU64 = AtomicU64::new(1);
@@ -325,6 +363,15 @@ impl WorkerProcess {
         self.started.elapsed()
     }
 
+    /// Executions per second started in it lately (none when a second passed without any).
+    pub(crate) fn pace(&self) -> f64 {
+        self.life
+            .lock()
+            .expect("life lock")
+            .pace
+            .per_second(Instant::now())
+    }
+
     /// How long since an execution last started or ended in it.
     pub(crate) fn idle_for(&self) -> Duration {
         self.last_used.lock().expect("last used lock").elapsed()
@@ -382,6 +429,8 @@ impl WorkerProcess {
             let mut life = self.life.lock().expect("life lock");
             life.running += 1;
             life.served += 1;
+            let served = life.served;
+            life.pace.record(served, started);
         }
         self.routes.lock().expect("routes lock").insert(exec, route);
         *self.last_used.lock().expect("last used lock") = Instant::now();
@@ -756,6 +805,29 @@ fn socket_path_fits(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pace_is_measured_over_whole_windows_and_forgotten_when_executions_stop() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut pace = Pace::default();
+        // 100 executions in the first 250 ms: 400 per second, known once the window closes.
+        for served in 1..=100 {
+            pace.record(served, at(served * 250 / 100 - 2));
+            assert_eq!(pace.per_second(at(served * 250 / 100 - 2)), 0.0, "{served}");
+        }
+        pace.record(101, at(250));
+        let measured = pace.per_second(at(250));
+        assert!((measured - 100.0 / 0.25).abs() < 1e-6, "{measured}");
+        // Still that pace a little later, none once a whole second has passed without any.
+        assert_eq!(pace.per_second(at(900)), measured);
+        assert_eq!(pace.per_second(at(1300)), 0.0);
+        // An execution after a long pause starts a new window, not a pace of one per pause.
+        pace.record(102, at(5000));
+        assert_eq!(pace.per_second(at(5000)), 0.0);
+        pace.record(103, at(5300));
+        assert!((pace.per_second(at(5300)) - 1.0 / 0.3).abs() < 1e-6);
+    }
 
     #[tokio::test]
     async fn a_socket_peer_other_than_the_worker_is_refused() {

@@ -13,7 +13,9 @@
 //! execution has a process, until the language has gone unused for [`IDLE_AFTER`]. A server with
 //! one client session ([`Sessions::One`], stdio) keeps a spare only while that session has no
 //! process that will go on serving: before its first execution, and once its process nears its
-//! retirement (90% of its executions or of its lifetime), so that its successor is ready in time.
+//! retirement (90% of its executions or of its lifetime, or fewer executions left than it runs in
+//! [`SUCCESSOR_LEAD`] at its pace), so that its successor is ready in time. A session that needs a
+//! process while the spare is starting waits for that spare rather than starting another.
 //! Nothing else could take one, and each holds 75 MiB (TypeScript) to 160 MiB (Python). (The
 //! retirement itself stays exact: with `worker_process_executions` = 1, a process per execution.)
 
@@ -33,6 +35,10 @@ use super::stray::StrayWatch;
 /// How long a session's process may sit unused before it is retired (a session that comes
 /// back gets the spare).
 pub(crate) const IDLE_AFTER: Duration = Duration::from_secs(300);
+
+/// With one session, how long before its process's retirement its successor is started, at the
+/// pace its executions come (see `successor_due`).
+const SUCCESSOR_LEAD: Duration = Duration::from_millis(500);
 
 /// How often retirements for age and idleness are looked for.
 const SWEEP_EVERY: Duration = Duration::from_secs(5);
@@ -72,6 +78,9 @@ pub(crate) struct ProcessPool {
     language: Language,
     policy: ProcessPolicy,
     spare: Mutex<Option<Arc<WorkerProcess>>>,
+    /// Whether a spare's start is under way: a session that needs a process then waits for it,
+    /// rather than starting a second one beside it (both would take longer, and one be wasted).
+    spare_starting: tokio::sync::watch::Sender<bool>,
     bound: Mutex<HashMap<String, Arc<WorkerProcess>>>,
     /// Held while a session's process is being found or started, so that two executions of
     /// one session arriving together end up in one process.
@@ -96,6 +105,7 @@ impl ProcessPool {
             language,
             policy,
             spare: Mutex::new(None),
+            spare_starting: tokio::sync::watch::Sender::new(false),
             bound: Mutex::new(HashMap::new()),
             binding: tokio::sync::Mutex::new(()),
             wanted: Arc::new(Notify::new()),
@@ -123,27 +133,37 @@ impl ProcessPool {
             }
             return Ok(process);
         }
-        let _binding = self.binding.lock().await;
+        let binding = self.binding.lock().await;
         if let Some(process) = self.serving(session) {
             if first_use || self.successor_due(&process) {
                 self.wanted.notify_one();
             }
             return Ok(process);
         }
-        let spare = self.spare.lock().expect("spare lock").take();
+        let spare = self.spare_once_started().await;
         let wrappers = self.current_wrappers();
         let process = match spare.filter(|p| p.is_serving() && p.wrappers() == wrappers.as_deref())
         {
             Some(process) => Ok(process),
             None => self.start_one(true).await,
         };
-        self.wanted.notify_one();
-        let process = process?;
+        let process = match process {
+            Ok(process) => process,
+            Err(e) => {
+                drop(binding);
+                self.wanted.notify_one();
+                return Err(e);
+            }
+        };
         let evicted = {
             let mut bound = self.bound.lock().expect("bound lock");
             bound.insert(session.to_string(), process.clone());
             self.over_capacity(&mut bound)
         };
+        // Only now: with one session, a spare is wanted only while its session has no process,
+        // and `keep_spare` (on another thread) must not look before this one is bound.
+        drop(binding);
+        self.wanted.notify_one();
         if let Some(evicted) = evicted {
             evicted.retire("too many client sessions: the one idle the longest made room");
         }
@@ -154,6 +174,14 @@ impl ProcessPool {
             "worker process bound to a client session"
         );
         Ok(process)
+    }
+
+    /// The spare, taken; if its start is under way, once it is ready (or failed).
+    async fn spare_once_started(&self) -> Option<Arc<WorkerProcess>> {
+        let mut starting = self.spare_starting.subscribe();
+        // (Fails only when the sender is gone, with the pool.)
+        let _ = starting.wait_for(|starting| !*starting).await;
+        self.spare.lock().expect("spare lock").take()
     }
 
     /// `session`'s process, if it may take another execution; one that may not is let go.
@@ -184,19 +212,23 @@ impl ProcessPool {
     }
 
     /// With one session, whether `process` (its process) nears its retirement, so that a spare
-    /// should be started to succeed it.
+    /// should be started to succeed it: with 10% of its executions or of its lifetime left, or
+    /// with fewer executions left than it would run in [`SUCCESSOR_LEAD`] at its pace (a
+    /// process takes 0.1 to 0.5 s to start under load: the session's executions would wait).
     fn successor_due(&self, process: &WorkerProcess) -> bool {
         if self.policy.sessions == Sessions::Many {
             return false;
         }
         let (served, _) = process.served_and_running();
-        served.saturating_mul(10) >= self.policy.max_executions.saturating_mul(9)
+        let left = self.policy.max_executions.saturating_sub(served);
+        left.saturating_mul(10) <= self.policy.max_executions
+            || (left as f64) <= process.pace() * SUCCESSOR_LEAD.as_secs_f64()
             || process.age() >= self.policy.max_age.mul_f32(0.9)
     }
 
-    /// Whether a spare is kept now: from the language's first execution on (or from the start),
-    /// and with one session, only while it has no process that will go on serving.
-    fn spare_wanted(&self) -> bool {
+    /// Whether a spare is of use now: from the language's first execution on (or from the
+    /// start), and with one session, only while it has no process that will go on serving.
+    fn spare_useful(&self) -> bool {
         if !self.spare_wanted.load(Ordering::Relaxed) {
             return false;
         }
@@ -207,6 +239,13 @@ impl ProcessPool {
                 .expect("bound lock")
                 .values()
                 .any(|p| p.is_serving() && !self.successor_due(p))
+    }
+
+    /// Whether a spare should be started now: it is of use, and with one session, no process is
+    /// being started for that session meanwhile (`binding` held: a spare would only race it).
+    fn spare_wanted(&self) -> bool {
+        self.spare_useful()
+            && (self.policy.sessions == Sessions::Many || self.binding.try_lock().is_ok())
     }
 
     /// The wrapper modules as they are now (compared with what a process was given).
@@ -323,7 +362,7 @@ impl ProcessPool {
         if !self.policy.spare_from_start && unused {
             self.spare_wanted.store(false, Ordering::Relaxed);
         }
-        let keep = self.spare_wanted();
+        let keep = self.spare_useful();
         if keep {
             // (With one session: its process may have come near its retirement, or ended.)
             self.wanted.notify_one();
@@ -364,14 +403,19 @@ async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
             continue;
         }
         let started = std::time::Instant::now();
-        match p.start_one(false).await {
-            Ok(process) => {
+        p.spare_starting.send_replace(true);
+        let outcome = p.start_one(false).await;
+        if let Ok(process) = &outcome {
+            *p.spare.lock().expect("spare lock") = Some(process.clone());
+        }
+        p.spare_starting.send_replace(false);
+        match outcome {
+            Ok(_) => {
                 tracing::debug!(
                     language = p.language.as_str(),
                     us = started.elapsed().as_micros() as u64,
                     "spare worker process ready"
                 );
-                *p.spare.lock().expect("spare lock") = Some(process);
                 backoff = Duration::from_millis(100);
             }
             Err(e) => {

@@ -3,7 +3,8 @@
 //   deno test --no-prompt --no-config --no-lock --no-remote --no-npm \
 //     --allow-read=src/sandbox/runner,tests/runner tests/runner/
 // It loads the pieces src/sandbox/runner/02_helpers.js, 03_intrinsics.js, 30_tokenizer.js,
-// 31_typescript.js, 32_imports.js and 56_skills.js (its import scanning is tested) as the runner
+// 31_typescript.js, 32_imports.js, 56_skills.js (its import scanning is tested) and
+// 61_snapshot_file.js (the snapshot's page table and restoring an image by it) as the runner
 // has them: plain scripts sharing one strict-mode scope, after the private references they use,
 // taken verbatim from 00_private.js. No network, no dependencies: a small `assertEquals` is
 // defined below.
@@ -40,7 +41,15 @@ function privateReferences(text) {
   }).join("\n");
 }
 
-const PIECES = ["02_helpers.js", "03_intrinsics.js", "30_tokenizer.js", "31_typescript.js", "32_imports.js", "56_skills.js"];
+const PIECES = [
+  "02_helpers.js",
+  "03_intrinsics.js",
+  "30_tokenizer.js",
+  "31_typescript.js",
+  "32_imports.js",
+  "56_skills.js",
+  "61_snapshot_file.js",
+];
 
 const source = [
   '"use strict";',
@@ -48,7 +57,8 @@ const source = [
   ...(await Promise.all(PIECES.map(piece))),
   "return { tokenize, findImports, findModuleReferences, findLastExpression, buildTypeScriptVariants,",
   "  mayBePlainJavaScript, lineColAt, WRAPPER_PREFIX, tsSkillImports, pySkillImports, importable,",
-  "  guardModule, guardScript, linkReferences, IMPORTABLE_SKILL_RE, declarationRanges, blankRanges };",
+  "  guardModule, guardScript, linkReferences, IMPORTABLE_SKILL_RE, declarationRanges, blankRanges,",
+  "  nonZeroRuns, checkRuns, restoreImage, IMAGE_PAGE };",
   `//# sourceURL=runner/${PIECES.join("+")}`,
 ].join("\n");
 
@@ -71,6 +81,10 @@ export const {
   IMPORTABLE_SKILL_RE,
   declarationRanges,
   blankRanges,
+  nonZeroRuns,
+  checkRuns,
+  restoreImage,
+  IMAGE_PAGE,
 } = pieces;
 
 /** The tokenizer as the runner has it: its lists and tokens have no prototype. */

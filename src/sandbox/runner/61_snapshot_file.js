@@ -3,11 +3,15 @@
 // (`makeRunReproducible`).
 // Relies on 00-02, `startPyodide` (60); calls `installSandboxModule` (62).
 
-// Snapshot file: "PYSNAP02", SHA-256 of the supervisor's own URL (so of the whole runner), zeros
-// up to byte 80, then the payload: Pyodide's `makeMemorySnapshot()`. The host hashes the file
-// once and the supervisor checks its header when its process starts (see 30_python.js); the
-// supervisor writes it in `snapshot` mode; an isolate reads only the payload.
+// Snapshot file: "PYSNAP03", SHA-256 of the supervisor's own URL (so of the whole runner), the
+// payload's length (u64, little-endian) at byte 40, zeros up to byte 80, then the payload (Pyodide's
+// `makeMemorySnapshot()`), then the page table: the runs of the heap image's pages that are not all
+// zeros, as [start, end) byte offsets into the image (u32 pairs, little-endian). The host hashes the
+// file once and the supervisor checks its header when its process starts (see 30_python.js); the
+// supervisor writes it in `snapshot` mode; an isolate reads the payload's head and the runs.
 const SNAPSHOT_HEADER = 80;
+/** The kernel's page: a page of the memory never written is never resident. */
+const IMAGE_PAGE = 4096;
 const oneLine = (e) => safeString(e?.message ?? e).replace(/\s+/g, " ").slice(0, 1000);
 
 /** Fills `bytes` from `file`'s position on. */
@@ -18,20 +22,93 @@ function readFully(file, bytes) {
 }
 
 /**
+ * The runs of `image`'s pages that hold anything but zeros: [start, end) byte pairs, ascending.
+ * About 14 of the heap image's 30 MB are zero pages; a lane reads only the runs, so its memory
+ * there is never written and never resident (see `restoreImage`).
+ */
+function nonZeroRuns(image) {
+  const runs = [];
+  let start = -1;
+  for (let a = 0; a < image.length; a += IMAGE_PAGE) {
+    const b = Math.min(a + IMAGE_PAGE, image.length);
+    let zero = true;
+    for (let i = a; i < b; i++) {
+      if (image[i] !== 0) {
+        zero = false;
+        break;
+      }
+    }
+    if (!zero && start < 0) start = a;
+    if (zero && start >= 0) {
+      runs.push(start, a);
+      start = -1;
+    }
+  }
+  if (start >= 0) runs.push(start, image.length);
+  return new Uint32Array(runs);
+}
+
+/** Throws unless `runs` are ascending, disjoint, page-aligned runs within an image of `length` bytes. */
+function checkRuns(runs, length) {
+  let last = 0;
+  for (let i = 0; i < runs.length; i += 2) {
+    const start = runs[i], end = runs[i + 1];
+    if (!(start >= last && start % IMAGE_PAGE === 0 && end > start && end <= length)) {
+      throw new Error("the snapshot's page table is malformed");
+    }
+    last = end;
+  }
+}
+
+/** Whether `bytes[from, to)` are all zeros (read by words where they are aligned). */
+function allZero(bytes, from, to) {
+  const wordsFrom = Math.min(to, from + ((4 - ((bytes.byteOffset + from) % 4)) % 4));
+  const words = Math.floor((to - wordsFrom) / 4);
+  for (let i = from; i < wordsFrom; i++) if (bytes[i] !== 0) return false;
+  const view = new Int32Array(bytes.buffer, bytes.byteOffset + wordsFrom, words);
+  for (let i = 0; i < words; i++) if (view[i] !== 0) return false;
+  for (let i = wordsFrom + words * 4; i < to; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+/**
+ * Makes `memory` (the instance's memory, as long as the image) hold the heap image: its runs
+ * (checked by `checkRuns`) read with `readAt(offset in the image, bytes)`, and between them
+ * zeros: a page of the memory already zero (never written: reading it keeps it so) is left as it
+ * is, any other is zeroed.
+ */
+function restoreImage(memory, runs, readAt) {
+  let at = 0;
+  for (let i = 0; i <= runs.length; i += 2) {
+    const gapEnd = i < runs.length ? runs[i] : memory.length;
+    for (let a = at; a < gapEnd; a += IMAGE_PAGE) {
+      const b = Math.min(a + IMAGE_PAGE, gapEnd);
+      if (!allZero(memory, a, b)) memory.fill(0, a, b);
+    }
+    if (i === runs.length) break;
+    readAt(runs[i], memory.subarray(runs[i], runs[i + 1]));
+    at = runs[i + 1];
+  }
+}
+
+/**
  * Loads the (verified) snapshot file at `path` into the instance's memory without a 30 MB copy
- * in between. Pyodide's payload is its own header and metadata, then the heap image; Pyodide
- * takes the memory's size from the length of what it is given (`placeholder`: as long as the
- * payload, never written, so never in memory) and copies the heap image into its memory in
- * `API.restoreSnapshot`. `hook(module)` makes that function check the header and metadata as
- * before (given only them) and then read the heap image from the file straight into the memory.
+ * in between, and without writing its zero pages. Pyodide's payload is its own header and
+ * metadata, then the heap image; Pyodide takes the memory's size from the length of what it is
+ * given (`placeholder`: as long as the payload, never written, so never in memory) and copies the
+ * heap image into its memory in `API.restoreSnapshot`. `hook(module)` makes that function check
+ * the header and metadata as before (given only them) and then restore the heap image from the
+ * file straight into the memory (`restoreImage`).
  */
 function snapshotLoader(path) {
-  let size, head;
+  let size, head, runs;
   const file = D.openSync(path);
   try {
-    size = file.statSync().size - SNAPSHOT_HEADER;
-    if (!(size > 16)) throw new Error("not a snapshot file");
-    file.seekSync(SNAPSHOT_HEADER, D.SeekMode.Start);
+    const header = new Uint8Array(SNAPSHOT_HEADER);
+    readFully(file, header);
+    size = Number(new DataView(header.buffer).getBigUint64(40, true));
+    const tableBytes = file.statSync().size - SNAPSHOT_HEADER - size;
+    if (!(size > 16 && tableBytes >= 0 && tableBytes % 8 === 0)) throw new Error("not a snapshot file");
     const first = new Uint8Array(16);
     readFully(file, first);
     // Pyodide's payload header: magic, where the heap image starts, the metadata's length.
@@ -40,6 +117,13 @@ function snapshotLoader(path) {
     head = new Uint8Array(heapAt);
     head.set(first);
     readFully(file, head.subarray(16));
+    const table = new Uint8Array(tableBytes);
+    file.seekSync(SNAPSHOT_HEADER + size, D.SeekMode.Start);
+    readFully(file, table);
+    const view = new DataView(table.buffer);
+    runs = new Uint32Array(tableBytes / 4);
+    for (let i = 0; i < runs.length; i++) runs[i] = view.getUint32(i * 4, true);
+    checkRuns(runs, size - heapAt);
   } finally {
     file.close();
   }
@@ -51,8 +135,11 @@ function snapshotLoader(path) {
       const metadata = ReflectApply(restore, this, [head]);
       const image = D.openSync(path);
       try {
-        image.seekSync(SNAPSHOT_HEADER + head.length, D.SeekMode.Start);
-        readFully(image, new Uint8Array(module.HEAPU8.buffer, 0, size - head.length));
+        const imageAt = SNAPSHOT_HEADER + head.length;
+        restoreImage(new Uint8Array(module.HEAPU8.buffer, 0, size - head.length), runs, (at, bytes) => {
+          image.seekSync(imageAt + at, D.SeekMode.Start);
+          readFully(image, bytes);
+        });
       } finally {
         image.close();
       }
@@ -126,5 +213,7 @@ async function makeSnapshot() {
   // then collects and freezes only what came after (30 ms less on a session's first execution).
   py.runPython("import gc\ngc.collect()\ngc.freeze()");
   const payload = py.makeMemorySnapshot();
-  postToSupervisor({ snapshot: payload }, [payload.buffer]);
+  const heapAt = new DataView(payload.buffer, payload.byteOffset).getUint32(4, true);
+  const runs = nonZeroRuns(payload.subarray(heapAt));
+  postToSupervisor({ snapshot: payload, runs }, [payload.buffer, runs.buffer]);
 }

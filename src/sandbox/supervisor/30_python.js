@@ -5,12 +5,15 @@
 // `snapshot` mode that writes that file (`writeSnapshot`). Relies on 00; `BOOT_URL`,
 // `runnerFunction` (40) for the snapshot isolate.
 
-// Snapshot file: "PYSNAP02", SHA-256 of the whole runner (this module's own URL and the isolate
-// runner's source: a runner that changed cannot load an old snapshot), zeros up to byte 80, then
-// the payload: Pyodide's `makeMemorySnapshot()`. The payload's integrity is the host's to check:
+// Snapshot file: "PYSNAP03", SHA-256 of the whole runner (this module's own URL and the isolate
+// runner's source: a runner that changed cannot load an old snapshot), the payload's length (u64,
+// little-endian) at byte 40, zeros up to byte 80, then the payload (Pyodide's
+// `makeMemorySnapshot()`), then the page table of its heap image (u32 pairs, little-endian: the
+// runs of pages not all zeros, which the isolates read; see the runner's 61_snapshot_file.js).
+// The payload's integrity is the host's to check:
 // it hashes the file once when it adopts it, and starts a process with it only while the file is
 // the one it hashed (`src/sandbox/prepared.rs`), so a process reads just the header.
-const SNAPSHOT_MAGIC = "PYSNAP02";
+const SNAPSHOT_MAGIC = "PYSNAP03";
 const SNAPSHOT_HEADER = 80;
 const sha256 = async (bytes) => new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
 const sameBytes = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
@@ -29,7 +32,9 @@ async function verifySnapshot(path) {
     if (!sameBytes(header.subarray(8, 40), await runnerDigest())) {
       throw new Error("made by another runner version");
     }
-    if ((await file.stat()).size <= SNAPSHOT_HEADER) throw new Error("not a snapshot file");
+    const payload = Number(new DataView(header.buffer).getBigUint64(40, true));
+    const table = (await file.stat()).size - SNAPSHOT_HEADER - payload;
+    if (!(payload > 16 && table >= 0 && table % 8 === 0)) throw new Error("not a snapshot file");
   } finally {
     file.close();
   }
@@ -91,13 +96,14 @@ async function writeSnapshot() {
   if (typeof out !== "string" || out === "") throw new Error("usage: snapshot <pyodide_dir> <out_file>");
   const { files, module } = preparePyodide(launchArgs[1], undefined);
   const pyodide = await files;
-  const payload = await new Promise((resolve, reject) => {
+  const { payload, runs } = await new Promise((resolve, reject) => {
     const worker = new Worker(BOOT_URL, { type: "module", name: "snapshot" });
     const channel = new MessageChannel();
     channel.port2.onmessage = (event) => {
       const data = event.data;
-      if (data?.snapshot instanceof Uint8Array) resolve(data.snapshot);
-      else reject(new Error("the snapshot isolate failed: " + safeString(data)));
+      if (data?.snapshot instanceof Uint8Array && data.runs instanceof Uint32Array) {
+        resolve({ payload: data.snapshot, runs: data.runs });
+      } else reject(new Error("the snapshot isolate failed: " + safeString(data)));
     };
     worker.onerror = (event) => {
       event.preventDefault();
@@ -107,9 +113,12 @@ async function writeSnapshot() {
     worker.postMessage({ source: runnerFunction(), init, port: channel.port1 }, [channel.port1]);
     module.then((module) => worker.postMessage({ module }), reject);
   });
-  const file = new Uint8Array(SNAPSHOT_HEADER + payload.length);
+  const file = new Uint8Array(SNAPSHOT_HEADER + payload.length + runs.length * 4);
   file.set(encodeUtf8(SNAPSHOT_MAGIC));
   file.set(await runnerDigest(), 8);
+  const view = new DataView(file.buffer);
+  view.setBigUint64(40, BigInt(payload.length), true);
   file.set(payload, SNAPSHOT_HEADER);
+  runs.forEach((offset, i) => view.setUint32(SNAPSHOT_HEADER + payload.length + i * 4, offset, true));
   D.writeFileSync(out, file);
 }
