@@ -340,13 +340,16 @@ impl ProcessPool {
             .keep_only(|id| bound.iter().any(|p| p.id() == id && p.is_serving()));
     }
 
-    /// Retires the processes that served long enough or sat idle.
+    /// Retires the processes that served long enough, ran their share of executions, or sat idle.
     fn sweep_once(&self) {
         let mut bound = self.bound.lock().expect("bound lock");
         bound.retain(|_, process| {
-            let (_, running) = process.served_and_running();
+            let (served, running) = process.served_and_running();
             if process.age() > self.policy.max_age {
                 process.retire("it served its time");
+            } else if served >= self.policy.max_executions {
+                // (Otherwise it would live on beside its successor until the next execution.)
+                process.retire("it ran its share of executions");
             } else if running == 0 && process.idle_for() > IDLE_AFTER {
                 process.retire("its client session was idle");
             }

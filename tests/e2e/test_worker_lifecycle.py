@@ -155,6 +155,23 @@ def test_over_stdio_a_spare_waits_only_for_the_sessions_next_process(start_serve
     assert_alive(c)
 
 
+def test_a_process_that_ran_its_share_goes_without_waiting_for_another_execution(start_server) -> None:
+    """A process is retired once it ran its share of executions even when none follows (the
+    periodic sweep, every 5 s): it does not live on beside its successor until the session's next
+    execution. The successor stays ready, and takes that next execution."""
+    c = start_server({**SERVER_ENV, "CODE_EXECUTOR_WORKER_PROCESS_EXECUTIONS": "3"})
+    pids = {ok(c, "Deno.pid").result for _ in range(3)}
+    assert len(pids) == 1, pids
+    (first,) = pids
+    successor = _wait_for(
+        "the process that ran its share is still there, or no successor",
+        lambda: (lambda w: w if first not in w and len(w) == 1 else None)(_workers(c)["typescript"]),
+        timeout=15,
+    )
+    assert ok(c, "Deno.pid").result == successor[0]
+    assert_alive(c)
+
+
 def test_a_python_process_started_for_an_execution_serves_it_on_a_single_use_lane(start_server) -> None:
     """The first execution, which waited for its process, runs on a lane that takes no baseline
     and ends after it: afterwards the process holds the one lane of its stock (a reused lane
