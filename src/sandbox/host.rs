@@ -116,6 +116,8 @@ struct Life {
     gone: Option<String>,
     /// How fast executions have been starting in it lately.
     pace: Pace,
+    /// The executions it may run: it retires itself as the last of them starts.
+    share: Option<u64>,
 }
 
 /// The pace at which executions start in a process: measured over windows of at least
@@ -363,6 +365,12 @@ impl WorkerProcess {
         self.started.elapsed()
     }
 
+    /// Makes it retire itself as its `executions`-th execution starts (killed once that one
+    /// ends), so that it does not live on beside its successor until another execution comes.
+    pub(crate) fn retire_after(&self, executions: u64) {
+        self.life.lock().expect("life lock").share = Some(executions);
+    }
+
     /// Executions per second started in it lately (none when a second passed without any).
     pub(crate) fn pace(&self) -> f64 {
         self.life
@@ -431,6 +439,13 @@ impl WorkerProcess {
             life.served += 1;
             let served = life.served;
             life.pace.record(served, started);
+            if life.share.is_some_and(|share| served >= share) && life.retiring.is_none() {
+                tracing::debug!(
+                    process = self.id,
+                    "worker process retired: it ran its share"
+                );
+                life.retiring = Some("it ran its share of executions".to_string());
+            }
         }
         self.routes.lock().expect("routes lock").insert(exec, route);
         *self.last_used.lock().expect("last used lock") = Instant::now();

@@ -190,18 +190,9 @@ impl ProcessPool {
         let wrappers = self.current_wrappers();
         let mut bound = self.bound.lock().expect("bound lock");
         let process = bound.get(session)?.clone();
-        let (served, _) = process.served_and_running();
-        let retire = if process.is_gone() {
-            None
-        } else if served >= self.policy.max_executions {
-            Some("it ran its share of executions")
-        } else if process.wrappers() != wrappers.as_deref() {
-            Some("the wrapper modules changed")
-        } else {
-            None
-        };
-        if let Some(why) = retire {
-            process.retire(why);
+        // (One that ran its share of executions retired itself: see `start_one`.)
+        if !process.is_gone() && process.wrappers() != wrappers.as_deref() {
+            process.retire("the wrapper modules changed");
         }
         if process.is_serving() {
             Some(process)
@@ -269,9 +260,9 @@ impl ProcessPool {
         bound.remove(&oldest)
     }
 
-    /// Starts a process, for an execution waiting for it (`awaited`) or as the spare; a
-    /// snapshot the runner refuses is dropped (logged loudly) and the start retried without it,
-    /// so Python keeps working, only slower to start.
+    /// Starts a process, for an execution waiting for it (`awaited`) or as the spare, to retire
+    /// itself after `max_executions`; a snapshot the runner refuses is dropped (logged loudly)
+    /// and the start retried without it, so Python keeps working, only slower to start.
     async fn start_one(&self, awaited: bool) -> Result<Arc<WorkerProcess>, SpawnError> {
         let start = || {
             let lanes = Lanes {
@@ -281,14 +272,16 @@ impl ProcessPool {
             };
             WorkerProcess::start(&self.config, self.language, lanes)
         };
-        match start().await {
+        let started = match start().await {
             Err(SpawnError::SnapshotUnusable(reason)) => {
                 tracing::error!("discarding the Pyodide snapshot: {reason}");
                 self.config.prepared.discard();
                 start().await
             }
             other => other,
-        }
+        }?;
+        started.retire_after(self.policy.max_executions);
+        Ok(started)
     }
 
     /// Isolates prepared and waiting, over every process of this language.
@@ -340,16 +333,13 @@ impl ProcessPool {
             .keep_only(|id| bound.iter().any(|p| p.id() == id && p.is_serving()));
     }
 
-    /// Retires the processes that served long enough, ran their share of executions, or sat idle.
+    /// Retires the processes that served long enough or sat idle.
     fn sweep_once(&self) {
         let mut bound = self.bound.lock().expect("bound lock");
         bound.retain(|_, process| {
-            let (served, running) = process.served_and_running();
+            let (_, running) = process.served_and_running();
             if process.age() > self.policy.max_age {
                 process.retire("it served its time");
-            } else if served >= self.policy.max_executions {
-                // (Otherwise it would live on beside its successor until the next execution.)
-                process.retire("it ran its share of executions");
             } else if running == 0 && process.idle_for() > IDLE_AFTER {
                 process.retire("its client session was idle");
             }

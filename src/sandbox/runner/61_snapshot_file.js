@@ -30,14 +30,7 @@ function nonZeroRuns(image) {
   const runs = [];
   let start = -1;
   for (let a = 0; a < image.length; a += IMAGE_PAGE) {
-    const b = Math.min(a + IMAGE_PAGE, image.length);
-    let zero = true;
-    for (let i = a; i < b; i++) {
-      if (image[i] !== 0) {
-        zero = false;
-        break;
-      }
-    }
+    const zero = allZero(image, a, Math.min(a + IMAGE_PAGE, image.length));
     if (!zero && start < 0) start = a;
     if (zero && start >= 0) {
       runs.push(start, a);
@@ -81,9 +74,12 @@ function restoreImage(memory, runs, readAt) {
   let at = 0;
   for (let i = 0; i <= runs.length; i += 2) {
     const gapEnd = i < runs.length ? runs[i] : memory.length;
-    for (let a = at; a < gapEnd; a += IMAGE_PAGE) {
-      const b = Math.min(a + IMAGE_PAGE, gapEnd);
-      if (!allZero(memory, a, b)) memory.fill(0, a, b);
+    // (Looked at page by page only when the gap is not all zeros already, as it usually is.)
+    if (!allZero(memory, at, gapEnd)) {
+      for (let a = at; a < gapEnd; a += IMAGE_PAGE) {
+        const b = Math.min(a + IMAGE_PAGE, gapEnd);
+        if (!allZero(memory, a, b)) memory.fill(0, a, b);
+      }
     }
     if (i === runs.length) break;
     readAt(runs[i], memory.subarray(runs[i], runs[i + 1]));
