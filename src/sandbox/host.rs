@@ -171,6 +171,8 @@ pub struct WorkerProcess {
     ready_isolates: AtomicUsize,
     started: Instant,
     last_used: Mutex<Instant>,
+    /// Its resident memory when it said `ready` (see `held`).
+    resident_at_ready: Option<u64>,
     /// The wrapper modules it was given (see [`stage::fingerprint`]).
     wrappers: Option<String>,
     // Removed (with anything in it) when the process is dropped.
@@ -319,6 +321,7 @@ impl WorkerProcess {
             ready_isolates: AtomicUsize::new(ready_isolates),
             started: Instant::now(),
             last_used: Mutex::new(Instant::now()),
+            resident_at_ready: pid.and_then(|pid| status_bytes(pid, "VmRSS")),
             wrappers: stage::fingerprint(config.wrappers_dir.as_deref(), language),
             _workdir: workdir,
         });
@@ -383,6 +386,11 @@ impl WorkerProcess {
     /// How long since an execution last started or ended in it.
     pub(crate) fn idle_for(&self) -> Duration {
         self.last_used.lock().expect("last used lock").elapsed()
+    }
+
+    /// Its resident memory when it said `ready`, in bytes.
+    pub(crate) fn resident_at_ready(&self) -> Option<u64> {
+        self.resident_at_ready
     }
 
     /// The wrapper modules it was given (compared with the current ones by the pool).

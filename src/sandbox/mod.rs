@@ -10,7 +10,8 @@
 //! - `tap`: the newest lines of a running execution's output, bounded, for live reporting.
 //! - `pool`: worker processes by client session, their retirement, the spare process.
 //! - `stage`: the private copy of the wrapper modules a process may read.
-//! - `stray`: the backstop for work an execution left running in its process.
+//! - `stray`: the backstop for work an execution left running in its process; `held`: the
+//!   memory a resting process kept after a burst of work.
 //! - `snapshot`: the trusted run that makes the Pyodide memory snapshot; `prepared`: what every
 //!   process starts from (the verified snapshot).
 //! - `runtimes`: the pinned Deno and Pyodide tarballs, fetched and verified.
@@ -23,6 +24,7 @@
 
 pub(crate) mod data_limits;
 pub mod fs_rules;
+pub(crate) mod held;
 pub mod host;
 #[allow(unsafe_code)]
 pub mod jail;

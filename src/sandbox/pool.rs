@@ -5,8 +5,9 @@
 //! a fresh context, Python behind a verified reset; see docs/worker-protocol.md). A process is
 //! retired (no new executions; killed once its running ones end) after `max_executions`, after
 //! `max_age`, after a timeout in it (`host`), when the wrapper modules change, when its session
-//! has been idle for [`IDLE_AFTER`], or when work keeps running in it while none of its
-//! executions does (`stray`); one that crashed is replaced at once. So that neither a new session nor the
+//! has been idle for [`IDLE_AFTER`], when work keeps running in it while none of its
+//! executions does (`stray`), or when it rests holding far more memory than a fresh one
+//! (`held`); one that crashed is replaced at once. So that neither a new session nor the
 //! successor of a retired process waits for a process to start, one spare process per language
 //! is kept started and ready, bound to no session until it is taken: for TypeScript from the
 //! start, for Python (a process with a prepared Pyodide holds about 150 MiB) once its first
@@ -26,6 +27,7 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use super::held::HeldWatch;
 use super::host::{SpawnError, WorkerProcess};
 use super::launch::{Lanes, WorkerConfig};
 use super::proto::Language;
@@ -90,6 +92,7 @@ pub(crate) struct ProcessPool {
     spare_wanted: AtomicBool,
     last_acquired: Mutex<std::time::Instant>,
     stray: StrayWatch,
+    held: HeldWatch,
 }
 
 impl ProcessPool {
@@ -112,6 +115,7 @@ impl ProcessPool {
             spare_wanted: AtomicBool::new(policy.spare_from_start),
             last_acquired: Mutex::new(std::time::Instant::now()),
             stray: StrayWatch::default(),
+            held: HeldWatch::default(),
         });
         if warm && policy.stock > 0 {
             tokio::spawn(keep_spare(Arc::downgrade(&pool)));
@@ -333,6 +337,37 @@ impl ProcessPool {
             .keep_only(|id| bound.iter().any(|p| p.id() == id && p.is_serving()));
     }
 
+    /// Retires the session processes that rest holding far more memory than a fresh one
+    /// (`held`). The spare is looked at too: it is what a fresh process holds.
+    fn retire_held(&self) {
+        let mut watched: Vec<Arc<WorkerProcess>> = {
+            let bound = self.bound.lock().expect("bound lock");
+            bound.values().filter(|p| p.is_serving()).cloned().collect()
+        };
+        let spare = self.spare.lock().expect("spare lock").clone();
+        watched.extend(spare.iter().filter(|p| p.is_serving()).cloned());
+        for process in &watched {
+            let is_spare = spare.as_ref().is_some_and(|s| Arc::ptr_eq(s, process));
+            if let Some(why) = self.held.look(process, self.policy.stock) {
+                if is_spare {
+                    continue;
+                }
+                tracing::debug!(
+                    process = process.id(),
+                    language = self.language.as_str(),
+                    "worker process retired: {why}"
+                );
+                process.retire(&why);
+            }
+        }
+        self.held
+            .keep_only(|id| watched.iter().any(|p| p.id() == id && p.is_serving()));
+        if self.spare_useful() {
+            // (With one session: its process may just have been retired.)
+            self.wanted.notify_one();
+        }
+    }
+
     /// Retires the processes that served long enough or sat idle.
     fn sweep_once(&self) {
         let mut bound = self.bound.lock().expect("bound lock");
@@ -433,6 +468,7 @@ async fn sweep(pool: std::sync::Weak<ProcessPool>) {
         tokio::time::sleep(LOOK_EVERY).await;
         let Some(p) = pool.upgrade() else { return };
         p.retire_stray();
+        p.retire_held();
         looks += 1;
         if looks.is_multiple_of(every) {
             p.sweep_once();

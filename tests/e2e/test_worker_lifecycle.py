@@ -172,6 +172,33 @@ def test_a_process_that_ran_its_share_goes_without_waiting_for_another_execution
     assert_alive(c)
 
 
+def _resident_mib(pid: int) -> float:
+    return int(Path(f"/proc/{pid}/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+
+
+def test_a_process_resting_with_memory_its_work_left_is_replaced_by_a_fresh_one(start_server) -> None:
+    """V8 keeps the pages of the heaps it freed: after an execution that built a large heap, the
+    process holds far more than a fresh one while it runs nothing. Once it has rested (1 s), it
+    is retired, and the session's next execution runs in a fresh process holding what a fresh
+    one holds."""
+    c = start_server(SERVER_ENV)
+    first = ok(c, "Deno.pid").result
+    fresh = _resident_mib(first)
+    ex = ok(c, "const a = [];\nfor (let i = 0; i < 60; i++) a.push(Array.from({ length: 100000 }, (_, j) => ({ j })));\na.length")
+    assert ex.result == 60, ex.describe()
+    assert first in _workers(c)["typescript"]
+    held = _resident_mib(first)
+    assert held > fresh + 100, (fresh, held)
+    successor = _wait_for(
+        "the process holding the heap its execution left is still there, or no successor",
+        lambda: (lambda w: w if first not in w and len(w) == 1 else None)(_workers(c)["typescript"]),
+        timeout=15,
+    )
+    assert ok(c, "Deno.pid").result == successor[0]
+    assert _resident_mib(successor[0]) < fresh + 48, (fresh, _resident_mib(successor[0]))
+    assert_alive(c)
+
+
 def test_a_python_process_started_for_an_execution_serves_it_on_a_single_use_lane(start_server) -> None:
     """The first execution, which waited for its process, runs on a lane that takes no baseline
     and ends after it: afterwards the process holds the one lane of its stock (a reused lane
