@@ -92,16 +92,19 @@ pub(crate) struct TaskTime {
 pub(crate) struct ExecutionReport {
     pub success: bool,
     pub output: CapturedOutput,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     pub execution_time_ms: u64,
     /// The calls sent, in order; at most `gate::MAX_CALLS_LISTED`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls_made: Vec<String>,
     /// Calls sent beyond those `tool_calls_made` lists.
     #[serde(skip_serializing_if = "is_zero")]
     pub tool_calls_not_listed: u32,
     /// Per tool; at most `gate::MAX_SUMMARY_TOOLS` tools.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_call_summary: Vec<ToolCallStat>,
     /// The calls of every tool beyond those `tool_call_summary` lists, summed.
     #[serde(skip_serializing_if = "Option::is_none")]

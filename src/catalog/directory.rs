@@ -89,8 +89,10 @@ pub(crate) struct SearchArgs {
     pub server: Option<String>,
     #[serde(default)]
     pub limit: Option<usize>,
+    /// `null` (what strict-mode frameworks send for a field they have no value for) is the
+    /// default, like an absent field.
     #[serde(default)]
-    pub detail: Detail,
+    pub detail: Option<Detail>,
 }
 
 /// One search to run: `limit` defaulted and bounded (here, and only here).
@@ -115,7 +117,9 @@ impl SearchQuery {
 
 impl From<SearchArgs> for SearchQuery {
     fn from(args: SearchArgs) -> Self {
-        SearchQuery::new(args.query, args.server, args.limit, args.detail)
+        // An empty server name, which strict-mode frameworks make a model invent, names none.
+        let server = args.server.filter(|s| !s.trim().is_empty());
+        SearchQuery::new(args.query, server, args.limit, args.detail.unwrap_or_default())
     }
 }
 

@@ -130,7 +130,7 @@ pub(crate) fn did_you_mean(names: &[String], not_allowed: &[String]) -> String {
     match not_allowed {
         [] => {}
         [one] => text.push_str(&format!(
-            " It is not in allowedTools for this execution: add \"{one}\" to allowedTools to call it."
+            " `{one}` is not in allowedTools for this execution: add \"{one}\" to allowedTools to call it."
         )),
         many => text.push_str(&format!(
             " Not in allowedTools for this execution: {}; add the one you mean to allowedTools to call it.",
@@ -250,7 +250,12 @@ mod tests {
         );
         assert_eq!(
             did_you_mean(&one, &one),
-            "; did you mean `mcp__time__get_current_time`? It is not in allowedTools for this execution: add \"mcp__time__get_current_time\" to allowedTools to call it."
+            "; did you mean `mcp__time__get_current_time`? `mcp__time__get_current_time` is not in allowedTools for this execution: add \"mcp__time__get_current_time\" to allowedTools to call it."
+        );
+        let pair = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(
+            did_you_mean(&pair, &pair[1..]),
+            "; did you mean `a` or `b`? `b` is not in allowedTools for this execution: add \"b\" to allowedTools to call it."
         );
         let two = vec!["a".to_string(), "b".to_string(), "c".to_string()];
         assert_eq!(

@@ -84,10 +84,9 @@ pub(super) fn fit(parts: Parts, frame: Map<String, Value>, budget: usize) -> (St
     let build = |shown: &Shown| {
         let mut structured = frame.clone();
         structured.insert("output".into(), Value::String(shown.output.clone()));
-        structured.insert(
-            "error".into(),
-            shown.error.clone().map_or(Value::Null, Value::String),
-        );
+        if let Some(error) = &shown.error {
+            structured.insert("error".into(), Value::String(error.clone()));
+        }
         if let Some(result) = &shown.result {
             structured.insert("result".into(), result.structured());
         }

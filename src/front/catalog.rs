@@ -46,22 +46,22 @@ pub(super) fn tools() -> [Tool; 3] {
             "Find downstream tools by keywords.",
             json!({"type": "object", "properties": {
                 "query": {"type": "string"},
-                "server": {"type": "string"},
-                "limit": {"type": "integer"},
-                "detail": {"enum": ["name", "summary", "full"]}
-            }, "required": ["query"]}),
+                "server": {"type": ["string", "null"]},
+                "limit": {"type": ["integer", "null"], "minimum": 1},
+                "detail": {"enum": ["name", "summary", "full", null]}
+            }, "required": ["query"], "additionalProperties": false}),
             json!({"type": "object", "properties": {"matches": {"type": "array"}}}),
         ),
         tool(
             GET_TOOL_SCHEMA,
             "A tool's schemas and TypeScript signature, by name (mcp__server__tool).",
-            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": false}),
             json!({"type": "object"}),
         ),
         tool(
             LIST_SERVERS,
             "Configured MCP servers and their state.",
-            json!({"type": "object"}),
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
             json!({"type": "object"}),
         ),
     ]

@@ -1,8 +1,9 @@
 //! `executeTypescript` and `executePython`: their schemas, their arguments, and the reply an
-//! execution becomes: `structuredContent` plus one readable text block, within the reply budget
-//! (`budget`), then any media the code returned (`media`). Its call lists are bounded, see
-//! `broker::gate`: `toolCallsNotListed` and `toolCallSummaryRest` appear only when they are not
-//! empty. Running the code is the executor's.
+//! execution becomes: one readable text block plus, on success, `structuredContent` (a failure's
+//! report goes in `_meta`, see [`REPORT_META`]), within the reply budget (`budget`), then any
+//! media the code returned (`media`). Its call lists are bounded, see `broker::gate`; they, and
+//! `error`, `toolCallsNotListed` and `toolCallSummaryRest`, appear only when they are not empty.
+//! Running the code is the executor's.
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
@@ -23,12 +24,18 @@ use crate::sandbox::tap::OutputTap;
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
 pub(super) const PYTHON: &str = "executePython";
 
+/// The `_meta` key of a failed execution's report (the fields a success has as structured
+/// content).
+pub(super) const REPORT_META: &str = "code-executor/report";
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(super) struct ExecuteArgs {
     code: String,
+    /// `null` is "not given" (strict-mode frameworks send it for every field they have no
+    /// value for): no tools, as when absent. `[]` also means no tools.
     #[serde(default)]
-    allowed_tools: Vec<String>,
+    allowed_tools: Option<Vec<String>>,
     #[serde(default)]
     timeout_ms: Option<u64>,
 }
@@ -36,9 +43,9 @@ pub(super) struct ExecuteArgs {
 fn input() -> Value {
     json!({"type": "object", "properties": {
         "code": {"type": "string"},
-        "allowedTools": {"type": "array", "items": {"type": "string"}, "description": "Tools the code may call and look up (names or * globs); default none"},
-        "timeoutMs": {"type": "integer"}
-    }, "required": ["code"]})
+        "allowedTools": {"type": ["array", "null"], "items": {"type": "string"}, "description": "Tools the code may call (names or * globs); none if null"},
+        "timeoutMs": {"type": ["integer", "null"], "minimum": 1}
+    }, "required": ["code"], "additionalProperties": false})
 }
 
 fn output() -> Value {
@@ -73,11 +80,11 @@ pub(super) fn tools() -> [Tool; 2] {
     [
         tool(
             TYPESCRIPT,
-            "Run TypeScript in a fresh sandbox (no files, network or env). Inside: await callMCPTool('mcp__server__tool', args), searchTools(q), getToolSchema(name). Returns console output and the returned or last value.",
+            "Run TypeScript in a fresh sandbox (no files, network or env). Find tools with searchTools first; list each tool the code calls in allowedTools. Inside: await callMCPTool('mcp__server__tool', args), searchTools(q), getToolSchema(name). Returns console output and the returned or last value: filter in code, print little.",
         ),
         tool(
             PYTHON,
-            "Same, in Python 3.14: await call_mcp_tool('mcp__server__tool', args), search_tools(q), get_tool_schema(name); print output and the last value return.",
+            "Same, in Python 3.14. Find tools with searchTools first; list each tool the code calls in allowedTools. Inside: await call_mcp_tool('mcp__server__tool', args), search_tools(q), get_tool_schema(name); print output and the last value return.",
         ),
     ]
 }
@@ -106,7 +113,7 @@ pub(super) async fn run(
         .execute(ExecutionRequest {
             language,
             code: args.code,
-            allowed_tools: args.allowed_tools,
+            allowed_tools: args.allowed_tools.unwrap_or_default(),
             timeout_ms: args.timeout_ms,
             session: caller.session,
             cancel: caller.cancel,
@@ -182,5 +189,17 @@ fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) 
         .chain(media.blocks)
         .collect();
     reply.is_error = Some(!success);
+    if !success {
+        // A failure's report is not structured content: clients validate that against the
+        // output schema only on success, and some (pydantic-ai) put it before the model instead
+        // of the text, as JSON inside a JSON string. Programs find it in `_meta`.
+        if let Some(report) = reply.structured_content.take() {
+            reply
+                .meta
+                .get_or_insert_default()
+                .0
+                .insert(REPORT_META.into(), report);
+        }
+    }
     reply
 }

@@ -42,7 +42,11 @@ pub(super) struct Sources<'a> {
 pub(super) fn tool() -> Tool {
     use rmcp::model::ToolAnnotations;
 
-    Tool::new(HEALTH, "Server health.", object(json!({"type": "object"})))
+    Tool::new(
+        HEALTH,
+        "Server health.",
+        object(json!({"type": "object", "properties": {}, "additionalProperties": false})),
+    )
         .with_raw_output_schema(object(json!({"type": "object"})))
         .annotate(
             ToolAnnotations::new()

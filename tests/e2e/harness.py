@@ -430,6 +430,12 @@ class McpClient:
         assert texts, f"{name}: result has no text block: {dump(result)}"
         if result.is_error and name not in EXEC_TOOLS:
             return  # a failed search/schema lookup may carry only its message
+        if result.is_error:
+            # A failed execution's report is in `_meta`, not structured content (which clients
+            # validate only on success, and which some put before the model instead of the text).
+            assert result.structured_content is None, f"{name}: a failure carries structuredContent: {dump(result)}"
+            assert isinstance(exec_report(result), dict), f"{name}: a failure without its report in _meta: {dump(result)}"
+            return
         sc = result.structured_content
         assert isinstance(sc, dict), f"{name}: no structuredContent: {dump(result)}"
         schema = self.output_schemas.get(name)
@@ -563,11 +569,27 @@ def run_code(
     return check_exec(tool, raw, elapsed)
 
 
-def check_exec(tool: str, raw: CallToolResult, elapsed: float) -> Exec:
+REPORT_META = "code-executor/report"
+
+
+def exec_report(raw: CallToolResult) -> dict[str, Any] | None:
+    """An execution's report: its structured content on success, `_meta[REPORT_META]` on failure."""
+    if raw.is_error:
+        report = (raw.meta or {}).get(REPORT_META)
+        return report if isinstance(report, dict) else None
     sc = raw.structured_content
-    assert isinstance(sc, dict), f"{tool} returned no structuredContent: {dump(raw)}"
-    for key in ("success", "output", "error", "executionTimeMs", "toolCallsMade", "toolCallSummary"):
+    return sc if isinstance(sc, dict) else None
+
+
+def check_exec(tool: str, raw: CallToolResult, elapsed: float) -> Exec:
+    sc = exec_report(raw)
+    assert isinstance(sc, dict), f"{tool} returned no report: {dump(raw)}"
+    for key in ("success", "output", "executionTimeMs"):
         assert key in sc, f"{tool} result lacks {key!r}: {dump(raw)}"
+    # Left out when empty, so that a model reading the report reads no more than it must.
+    for key, empty in (("error", None), ("toolCallsMade", []), ("toolCallSummary", [])):
+        assert sc.get(key, empty) != empty or key not in sc, f"{tool} result carries an empty {key!r}: {dump(raw)}"
+        sc = {key: empty, **sc}
     ex = Exec(raw, sc, elapsed, tool)
     assert bool(raw.is_error) == (not ex.success), f"isError must be true exactly when success is false: {dump(raw)}"
     if ex.success:

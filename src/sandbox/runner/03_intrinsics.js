@@ -19,6 +19,9 @@ const SetPrototypeHas = uncurryThis(Set.prototype.has);
 const StringFromCodePoint = String.fromCodePoint;
 const NumberParseInt = Number.parseInt;
 const ObjectSetPrototypeOf = Object.setPrototypeOf;
+const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+const ObjectGetPrototypeOf = Object.getPrototypeOf;
+const ObjectCreate = Object.create;
 
 /**
  * A new empty list: an array without a prototype, so that filling it (`append`) or reading past

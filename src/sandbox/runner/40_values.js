@@ -1,6 +1,6 @@
 // 40_values.js: errors and values: cleaning stack traces and code frames of user code
-// (`cleanErrorText`, `currentModuleMapper`), `describeError`, `valueToJson`, and `image` (an
-// image content block code can return). Relies on 01, 02, `inspectValue` (10), `WRAPPER_PREFIX`
+// (`cleanErrorText`, `currentModuleMapper`), `describeError`, `valueToJson` (a Map or Set
+// written as an object or array), and `image` (an image content block code can return). Relies on 01, 02, `inspectValue` (10), `WRAPPER_PREFIX`
 // (31) and `sandboxLimitsText` (41); reads `pyodide` (60).
 
 // ---------------------------------------------------------------------------------------------
@@ -124,11 +124,63 @@ function valueToJson(v) {
   let json;
   try {
     json = toJson(v);
+    // A Map or a Set (of any realm) becomes `{}` in JSON: only then is the value written again,
+    // with them converted (`collectionsAsJson`).
+    if (json !== undefined && StringPrototypeIndexOf(json, "{}") !== -1) {
+      json = toJson(ReflectApply(JSONParse, undefined, [JSONStringify(v, collectionsAsJson)]));
+    }
   } catch {
     json = undefined;
   }
   if (json === undefined) json = toJson(inspectValue(v));
   return json;
+}
+
+const MapSizeGet = ObjectGetOwnPropertyDescriptor(Map.prototype, "size").get;
+const SetSizeGet = ObjectGetOwnPropertyDescriptor(Set.prototype, "size").get;
+const MapPrototypeEntries = uncurryThis(Map.prototype.entries);
+const SetPrototypeValues = uncurryThis(Set.prototype.values);
+const MapIteratorNext = uncurryThis(ObjectGetPrototypeOf(new Map().entries()).next);
+const SetIteratorNext = uncurryThis(ObjectGetPrototypeOf(new Set().values()).next);
+
+/** Whether `getter` (a built-in `size` getter) accepts `v`: a brand check that works across realms. */
+function hasBrand(getter, v) {
+  try {
+    ReflectApply(getter, v, []);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A `JSON.stringify` replacer that writes a Map as an object when its keys are strings or
+ * numbers (else as its `[key, value]` entries) and a Set as an array, so that a model reads what
+ * the code returned rather than `{}`. Only built-in iteration is used, taken before code ran.
+ */
+function collectionsAsJson(_key, v) {
+  if (typeof v !== "object" || v === null || ArrayIsArray(v)) return v;
+  if (hasBrand(MapSizeGet, v)) {
+    const entries = [];
+    let plainKeys = true;
+    for (let it = MapPrototypeEntries(v), step = MapIteratorNext(it); !step.done; step = MapIteratorNext(it)) {
+      const [key, value] = step.value;
+      if (typeof key !== "string" && typeof key !== "number") plainKeys = false;
+      entries[entries.length] = [key, value];
+    }
+    if (!plainKeys) return entries;
+    const object = ObjectCreate(null);
+    for (let i = 0; i < entries.length; i++) object[safeString(entries[i][0])] = entries[i][1];
+    return object;
+  }
+  if (hasBrand(SetSizeGet, v)) {
+    const values = [];
+    for (let it = SetPrototypeValues(v), step = SetIteratorNext(it); !step.done; step = SetIteratorNext(it)) {
+      values[values.length] = step.value;
+    }
+    return values;
+  }
+  return v;
 }
 
 const IMAGE_MIME_RE = /^image\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*$/;

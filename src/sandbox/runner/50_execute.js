@@ -26,6 +26,7 @@ class ExitSignal {
 
 function finishOk(value) {
   if (finished) return;
+  notePendingCalls();
   flushOutputTail();
   let json;
   try {
@@ -52,6 +53,22 @@ function finishOk(value) {
     send({ type: "done", ok: true });
   }
   afterDone();
+}
+
+/**
+ * Host calls the code sent and never awaited (a forgotten `await` on `callMCPTool`): said on
+ * stderr, since the code's answer, printed before the calls answered, may be missing what
+ * they would have given.
+ */
+function notePendingCalls() {
+  const pending = pendingCalls.size;
+  if (pending === 0) return;
+  const calls = pending === 1 ? "1 call was" : `${pending} calls were`;
+  printLine(
+    "stderr",
+    `note: ${calls} still waiting for an answer when the code ended (callMCPTool, searchTools, ...): ` +
+      "add `await` before each call whose answer the code uses",
+  );
 }
 
 function finishError(e) {

@@ -377,8 +377,6 @@ let laneMem = null;
 let laneCanary = null;
 
 const ReflectOwnKeys = Reflect.ownKeys;
-const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
-const ObjectGetPrototypeOf = Object.getPrototypeOf;
 const ObjectIsExtensible = Object.isExtensible;
 const ObjectIs = Object.is;
 
