@@ -119,7 +119,12 @@ impl From<SearchArgs> for SearchQuery {
     fn from(args: SearchArgs) -> Self {
         // An empty server name, which strict-mode frameworks make a model invent, names none.
         let server = args.server.filter(|s| !s.trim().is_empty());
-        SearchQuery::new(args.query, server, args.limit, args.detail.unwrap_or_default())
+        SearchQuery::new(
+            args.query,
+            server,
+            args.limit,
+            args.detail.unwrap_or_default(),
+        )
     }
 }
 

@@ -47,13 +47,13 @@ pub(super) fn tool() -> Tool {
         "Server health.",
         object(json!({"type": "object", "properties": {}, "additionalProperties": false})),
     )
-        .with_raw_output_schema(object(json!({"type": "object"})))
-        .annotate(
-            ToolAnnotations::new()
-                .read_only(true)
-                .idempotent(true)
-                .open_world(false),
-        )
+    .with_raw_output_schema(object(json!({"type": "object"})))
+    .annotate(
+        ToolAnnotations::new()
+            .read_only(true)
+            .idempotent(true)
+            .open_world(false),
+    )
 }
 
 /// Which instance answers, when several replicas serve behind one address: the host name (a
