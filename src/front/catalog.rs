@@ -61,7 +61,7 @@ pub(super) fn tools() -> [Tool; 3] {
         tool(
             LIST_SERVERS,
             "Configured MCP servers and their state.",
-            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            json!({"type": "object"}),
             json!({"type": "object"}),
         ),
     ]

@@ -1,13 +1,14 @@
 //! `executeTypescript` and `executePython`: their schemas, their arguments, and the reply an
-//! execution becomes: one readable text block plus, on success, `structuredContent` (a failure's
-//! report goes in `_meta`, see [`REPORT_META`]), within the reply budget (`budget`), then any
-//! media the code returned (`media`). Its call lists are bounded, see `broker::gate`; they, and
-//! `error`, `toolCallsNotListed` and `toolCallSummaryRest`, appear only when they are not empty.
-//! Running the code is the executor's.
+//! execution becomes: one readable text block plus, on success, `structuredContent` (success,
+//! output, result, time), within the reply budget (`budget`), then any media the code returned
+//! (`media`). The rest of the report is in `_meta` ([`REPORT_META`]): a failure's whole report,
+//! a success's call and sampling accounting. Its call lists are bounded, see `broker::gate`;
+//! they, and `error`, `toolCallsNotListed` and `toolCallSummaryRest`, appear only when they are
+//! not empty. Running the code is the executor's.
 
 use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
@@ -24,8 +25,8 @@ use crate::sandbox::tap::OutputTap;
 pub(super) const TYPESCRIPT: &str = "executeTypescript";
 pub(super) const PYTHON: &str = "executePython";
 
-/// The `_meta` key of a failed execution's report (the fields a success has as structured
-/// content).
+/// The `_meta` key of an execution's report: a failure's whole report, a success's accounting
+/// (its calls and sampling rounds, see [`ACCOUNTS`]; the rest is its structured content).
 pub(super) const REPORT_META: &str = "code-executor/report";
 
 #[derive(Deserialize)]
@@ -43,35 +44,31 @@ pub(super) struct ExecuteArgs {
 fn input() -> Value {
     json!({"type": "object", "properties": {
         "code": {"type": "string"},
-        "allowedTools": {"type": ["array", "null"], "items": {"type": "string"}, "description": "Tools the code may call (names or * globs); none if null"},
+        "allowedTools": {"type": ["array", "null"], "items": {"type": "string"}, "description": "names or * globs"},
         "timeoutMs": {"type": ["integer", "null"], "minimum": 1}
     }, "required": ["code"], "additionalProperties": false})
 }
 
 fn output() -> Value {
+    // `error`, `toolCallsMade` and `toolCallSummary` appear only when not empty, and a failure's
+    // report is in `_meta` (see `reply`): the schema names what a success always has.
     json!({"type": "object", "properties": {
         "success": {"type": "boolean"},
         "output": {"type": "string"},
-        "error": {"type": ["string", "null"]},
         "result": {},
-        "executionTimeMs": {"type": "number"},
-        "toolCallsMade": {"type": "array"},
-        "toolCallSummary": {"type": "array"}
+        "executionTimeMs": {"type": "number"}
     }, "required": ["success", "output"]})
 }
 
 /// Both tools run code that may call any downstream tool `allowedTools` lets it call (the
 /// policy permitting), so nothing about their effects can be promised: not read-only,
 /// destructive and not idempotent (a tool called may delete, or append anew each time), and
-/// open-world (downstream servers reach files, networks and services of every kind).
+/// open-world (downstream servers reach files, networks and services of every kind). Those are
+/// the defaults of the four hints; the two a client may act on are stated.
 pub(super) fn tools() -> [Tool; 2] {
     use rmcp::model::ToolAnnotations;
 
-    let effects = ToolAnnotations::new()
-        .read_only(false)
-        .destructive(true)
-        .idempotent(false)
-        .open_world(true);
+    let effects = ToolAnnotations::new().destructive(true).open_world(true);
     let tool = |name, description| {
         Tool::new(name, description, object(input()))
             .with_raw_output_schema(object(output()))
@@ -80,11 +77,11 @@ pub(super) fn tools() -> [Tool; 2] {
     [
         tool(
             TYPESCRIPT,
-            "Run TypeScript in a fresh sandbox (no files, network or env). Find tools with searchTools first; list each tool the code calls in allowedTools. Inside: await callMCPTool('mcp__server__tool', args), searchTools(q), getToolSchema(name). Returns console output and the returned or last value: filter in code, print little.",
+            "Run TypeScript in a fresh sandbox (no files, network, env). Find tools with searchTools first; list those the code calls in allowedTools. In code: await callMCPTool('mcp__server__tool', args), searchTools(q), getToolSchema(name). Returns console output and the last value: filter in code, print little.",
         ),
         tool(
             PYTHON,
-            "Same, in Python 3.14. Find tools with searchTools first; list each tool the code calls in allowedTools. Inside: await call_mcp_tool('mcp__server__tool', args), search_tools(q), get_tool_schema(name); print output and the last value return.",
+            "Same in Python 3.14 (searchTools first, allowedTools): await call_mcp_tool('mcp__server__tool', args), search_tools(q), get_tool_schema(name); printed output and the last value return.",
         ),
     ]
 }
@@ -189,17 +186,37 @@ fn reply(mut report: ExecutionReport, limits: ReplyLimits, pii: Option<&Vault>) 
         .chain(media.blocks)
         .collect();
     reply.is_error = Some(!success);
+    let meta = &mut reply.meta.get_or_insert_default().0;
     if !success {
         // A failure's report is not structured content: clients validate that against the
         // output schema only on success, and some (pydantic-ai) put it before the model instead
         // of the text, as JSON inside a JSON string. Programs find it in `_meta`.
         if let Some(report) = reply.structured_content.take() {
-            reply
-                .meta
-                .get_or_insert_default()
-                .0
-                .insert(REPORT_META.into(), report);
+            meta.insert(REPORT_META.into(), report);
         }
+    } else if let Some(Value::Object(structured)) = reply.structured_content.as_mut() {
+        // A success's accounting (calls, sampling) is for programs: clients that put structured
+        // content before the model (pydantic-ai) would make it most of the reply.
+        let accounts: Map<String, Value> = ACCOUNTS
+            .iter()
+            .filter_map(|key| Some(((*key).to_string(), structured.remove(*key)?)))
+            .collect();
+        if !accounts.is_empty() {
+            meta.insert(REPORT_META.into(), Value::Object(accounts));
+        }
+    }
+    if meta.is_empty() {
+        reply.meta = None;
     }
     reply
 }
+
+/// The report's fields a success keeps in `_meta` rather than in its structured content.
+const ACCOUNTS: [&str; 6] = [
+    "toolCallsMade",
+    "toolCallsNotListed",
+    "toolCallSummary",
+    "toolCallSummaryRest",
+    "samplingRounds",
+    "samplingTokens",
+];

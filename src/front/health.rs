@@ -42,18 +42,14 @@ pub(super) struct Sources<'a> {
 pub(super) fn tool() -> Tool {
     use rmcp::model::ToolAnnotations;
 
-    Tool::new(
-        HEALTH,
-        "Server health.",
-        object(json!({"type": "object", "properties": {}, "additionalProperties": false})),
-    )
-    .with_raw_output_schema(object(json!({"type": "object"})))
-    .annotate(
-        ToolAnnotations::new()
-            .read_only(true)
-            .idempotent(true)
-            .open_world(false),
-    )
+    Tool::new(HEALTH, "Server health.", object(json!({"type": "object"})))
+        .with_raw_output_schema(object(json!({"type": "object"})))
+        .annotate(
+            ToolAnnotations::new()
+                .read_only(true)
+                .idempotent(true)
+                .open_world(false),
+        )
 }
 
 /// Which instance answers, when several replicas serve behind one address: the host name (a

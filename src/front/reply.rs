@@ -8,8 +8,9 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// Arguments of a tool that takes none: anything given is ignored (the schema says so, and a
+/// model that adds a field gets its answer rather than an error).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct NoArgs {}
 
 pub(super) fn structured<T: serde::Serialize>(

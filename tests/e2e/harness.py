@@ -434,7 +434,8 @@ class McpClient:
             # A failed execution's report is in `_meta`, not structured content (which clients
             # validate only on success, and which some put before the model instead of the text).
             assert result.structured_content is None, f"{name}: a failure carries structuredContent: {dump(result)}"
-            assert isinstance(exec_report(result), dict), f"{name}: a failure without its report in _meta: {dump(result)}"
+            refused = texts[0].text.startswith(f"invalid arguments for {name}")  # nothing ran
+            assert refused or isinstance(exec_report(result), dict), f"{name}: a failure without its report in _meta: {dump(result)}"
             return
         sc = result.structured_content
         assert isinstance(sc, dict), f"{name}: no structuredContent: {dump(result)}"
@@ -573,12 +574,16 @@ REPORT_META = "code-executor/report"
 
 
 def exec_report(raw: CallToolResult) -> dict[str, Any] | None:
-    """An execution's report: its structured content on success, `_meta[REPORT_META]` on failure."""
+    """An execution's report: on failure `_meta[REPORT_META]`; on success its structured content
+    with the accounting (call lists, sampling) `_meta[REPORT_META]` holds."""
+    report = (raw.meta or {}).get(REPORT_META)
     if raw.is_error:
-        report = (raw.meta or {}).get(REPORT_META)
         return report if isinstance(report, dict) else None
     sc = raw.structured_content
-    return sc if isinstance(sc, dict) else None
+    if not isinstance(sc, dict):
+        return None
+    assert report is None or (isinstance(report, dict) and not set(report) & set(sc)), dump(raw)
+    return {**sc, **(report or {})}
 
 
 def check_exec(tool: str, raw: CallToolResult, elapsed: float) -> Exec:

@@ -64,10 +64,16 @@ def test_the_schemas_declare_what_the_server_enforces(stdio_client: McpClient) -
     assert execute["additionalProperties"] is False
     assert execute["properties"]["timeoutMs"]["minimum"] == 1
     assert "null" in execute["properties"]["allowedTools"]["type"]
+    # The tools that take nothing ignore what they are given, as their open schema says.
     for name in ("listServers", "health"):
-        assert tools[name].input_schema == {"type": "object", "properties": {}, "additionalProperties": False}, name
-    raw = stdio_client.call("listServers", {"extra": 1})
-    assert raw.is_error, raw
+        assert tools[name].input_schema == {"type": "object"}, name
+        raw = stdio_client.call(name, {"extra": 1})
+        assert not raw.is_error, raw
+    # Those with fields refuse others, as their schema says.
+    for name in ("executeTypescript", "executePython", "searchTools", "getToolSchema"):
+        assert tools[name].input_schema["additionalProperties"] is False, name
+    raw = stdio_client.call("executeTypescript", {"code": "1", "allowedtools": []})
+    assert raw.is_error and "unknown field `allowedtools`" in raw.content[0].text, raw
     for name in ("executeTypescript", "executePython"):
         description = tools[name].description
         assert description.index("searchTools") < description.index("allowedTools"), description
@@ -92,7 +98,17 @@ def test_a_failure_reads_as_text_and_keeps_its_report_for_programs(stdio_client:
     assert text.startswith("before\nError: Error: boom") or text.startswith("before\nError: boom"), text
     report = raw.meta["code-executor/report"]
     assert report["success"] is False and "boom" in report["error"] and report["output"] == "before\n", report
-    # A success carries no empty fields.
+    # A success carries no empty fields, and its accounting is in `_meta`.
     raw = stdio_client.call("executeTypescript", NO_TOOLS)
     assert set(raw.structured_content) == {"success", "output", "result", "executionTimeMs"}, raw.structured_content
+    assert "code-executor/report" not in (raw.meta or {}), raw.meta
+    raw = stdio_client.call(
+        "executeTypescript",
+        {"code": "(await callMCPTool('mcp__time__get_current_time', {timezone: 'UTC'})).timezone", "allowedTools": ["mcp__time__*"]},
+    )
+    assert raw.structured_content == {"success": True, "output": "", "result": "UTC",
+                                      "executionTimeMs": raw.structured_content["executionTimeMs"]}, raw
+    accounts = raw.meta["code-executor/report"]
+    assert accounts["toolCallsMade"] == ["mcp__time__get_current_time"], accounts
+    assert accounts["toolCallSummary"][0]["calls"] == 1, accounts
     assert ok_py(stdio_client, "1").result == 1
