@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import pytest
 
+from frameworks.texts import attempt_without_token, blocks_text, exception_text
 from harness import OUR_TOOLS, REPO, E2EEnv, binary, free_port, tail, wait_listening
 
 pytestmark = [pytest.mark.needs_binary, pytest.mark.pyodide]
@@ -132,44 +133,6 @@ def assert_no_nested_json(text: str) -> None:
             )
 
     walk(parsed, "$")
-
-
-def exception_text(exc: BaseException) -> str:
-    """Everything a user sees of an exception: its message, exception-group leaves and causes."""
-    seen: set[int] = set()
-    lines: list[str] = []
-
-    def walk(e: BaseException | None, depth: int = 0) -> None:
-        if e is None or id(e) in seen or depth > 12:
-            return
-        seen.add(id(e))
-        lines.append(f"{type(e).__name__}: {e}")
-        if isinstance(e, BaseExceptionGroup):
-            for sub in e.exceptions:
-                walk(sub, depth + 1)
-        walk(e.__cause__, depth + 1)
-        walk(e.__context__, depth + 1)
-
-    walk(exc)
-    return "\n".join(lines)
-
-
-def blocks_text(content: Any) -> str:
-    """The text of MCP content blocks, openai-agents tool output or LangChain message content."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):
-        content = [content]
-    parts = []
-    for block in content or []:
-        if isinstance(block, dict):
-            if block.get("type") in ("text", "input_text", "output_text"):
-                parts.append(block.get("text", ""))
-        elif getattr(block, "type", None) == "text":
-            parts.append(block.text)
-        elif isinstance(block, str):
-            parts.append(block)
-    return "\n".join(parts)
 
 
 def allows_null(schema: dict[str, Any]) -> bool:
@@ -558,18 +521,7 @@ async def scenario_mcp2(conn: Conn) -> dict[str, dict[str, Any]]:
 
 
 async def record_noauth(rec: dict[str, Any], attempt: Callable[[], Any], timeout: float = 20) -> None:
-    out: dict[str, Any] = {}
-    t0 = time.monotonic()
-    try:
-        await asyncio.wait_for(attempt(), timeout)
-        out["text"] = "(connected without the token)"
-    except asyncio.TimeoutError as exc:
-        out["raised"] = exception_text(exc)
-        out["hung"] = True
-    except BaseException as exc:
-        out["raised"] = exception_text(exc)
-    out["elapsed"] = time.monotonic() - t0
-    rec["steps"]["noauth"] = out
+    rec["steps"]["noauth"] = await attempt_without_token(attempt, timeout)
 
 
 def scenario_mcp1_venv(fw: str, conn: Conn) -> dict[str, dict[str, Any]]:
@@ -679,25 +631,15 @@ def test_exec_descriptions_say_search_first_and_allowed_tools(records, fw: str, 
             assert desc.index("searchTools") < desc.index(call), f"{name}: searchTools should come first: {desc!r}"
 
 
+@pytest.mark.parametrize("lang", ["ts", "py"])
 @pytest.mark.parametrize("fw,transport", ALL)
-def test_typescript_tool_call_reaches_the_model(records, fw: str, transport: str) -> None:
+def test_a_run_with_a_tool_call_reaches_the_model(records, fw: str, transport: str, lang: str) -> None:
     rec = records(fw, transport)
-    out = step(rec, "ts")
+    out = step(rec, lang)
     text = model_text(out)
-    assert not out.get("raised") and not out.get("is_error"), show(rec, "ts")
-    assert "zone-UTC" in text, "the returned value is not in what the model gets: " + show(rec, "ts")
-    assert "ts-printed" in text, "the printed output is not in what the model gets: " + show(rec, "ts")
-    assert_no_nested_json(text)
-
-
-@pytest.mark.parametrize("fw,transport", ALL)
-def test_python_tool_call_reaches_the_model(records, fw: str, transport: str) -> None:
-    rec = records(fw, transport)
-    out = step(rec, "py")
-    text = model_text(out)
-    assert not out.get("raised") and not out.get("is_error"), show(rec, "py")
-    assert "zone-UTC" in text, "the returned value is not in what the model gets: " + show(rec, "py")
-    assert "py-printed" in text, "the printed output is not in what the model gets: " + show(rec, "py")
+    assert not out.get("raised") and not out.get("is_error"), show(rec, lang)
+    assert "zone-UTC" in text, "the returned value is not in what the model gets: " + show(rec, lang)
+    assert f"{lang}-printed" in text, "the printed output is not in what the model gets: " + show(rec, lang)
     assert_no_nested_json(text)
 
 

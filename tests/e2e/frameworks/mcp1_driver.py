@@ -23,42 +23,7 @@ import time
 import traceback
 from typing import Any
 
-
-def exception_text(exc: BaseException) -> str:
-    """Everything a user sees of an exception: its message, the leaves of exception groups and
-    the causes, one per line."""
-    seen: set[int] = set()
-    lines: list[str] = []
-
-    def walk(e: BaseException | None, depth: int = 0) -> None:
-        if e is None or id(e) in seen or depth > 12:
-            return
-        seen.add(id(e))
-        lines.append(f"{type(e).__name__}: {e}")
-        if isinstance(e, BaseExceptionGroup):
-            for sub in e.exceptions:
-                walk(sub, depth + 1)
-        walk(e.__cause__, depth + 1)
-        walk(e.__context__, depth + 1)
-
-    walk(exc)
-    return "\n".join(lines)
-
-
-def blocks_text(content: Any) -> str:
-    """The text of MCP content blocks or LangChain message content."""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content or []:
-        if isinstance(block, dict):
-            if block.get("type") == "text":
-                parts.append(block.get("text", ""))
-        elif getattr(block, "type", None) == "text":
-            parts.append(block.text)
-        elif isinstance(block, str):
-            parts.append(block)
-    return "\n".join(parts)
+from texts import attempt_without_token, blocks_text, exception_text  # beside this script
 
 
 # ------------------------------------------------------------------------------------------
@@ -193,18 +158,7 @@ async def run_noauth(scenario: dict[str, Any], record: dict[str, Any], attempt) 
     """Connect without the token (HTTP only): record what the client raises (or that it hung)."""
     if scenario["transport"] != "http" or not any(s.get("kind") == "noauth" for s in scenario["steps"]):
         return
-    out: dict[str, Any] = {}
-    t0 = time.monotonic()
-    try:
-        await asyncio.wait_for(attempt(), scenario.get("noauth_timeout", 20))
-        out["text"] = "(connected without the token)"
-    except asyncio.TimeoutError as exc:
-        out["raised"] = exception_text(exc)
-        out["hung"] = True
-    except BaseException as exc:
-        out["raised"] = exception_text(exc)
-    out["elapsed"] = time.monotonic() - t0
-    record["steps"]["noauth"] = out
+    record["steps"]["noauth"] = await attempt_without_token(attempt, scenario.get("noauth_timeout", 20))
 
 
 def version(dist: str) -> str:
