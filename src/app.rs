@@ -59,8 +59,9 @@ pub struct App {
 
 impl App {
     /// Builds the app. `serving` (for `serve`: how many client sessions it will have) installs
-    /// missing runtimes (verified) first and warms the worker pools; the other subcommands
-    /// (`None`) only use what is installed.
+    /// missing runtimes (verified) in the background, so that the client's handshake is
+    /// answered at once (executions wait for the install), and warms the worker pools; the
+    /// other subcommands (`None`) only use what is installed.
     /// A serving process also fits `worker_memory_mb` into its cgroup's memory limit first
     /// (see [`memory_fit`]), or refuses to start when the settings cannot fit.
     pub async fn build(
@@ -73,17 +74,25 @@ impl App {
         } else {
             None
         };
-        let fetch = serving;
         let settings = Arc::new(settings);
-        let runtimes = if fetch {
-            runtimes::ensure(
-                &settings.runtime_dir,
-                runtimes::mirror_from_env().as_deref(),
-            )
-            .await?
-        } else {
-            runtimes::locate(&settings.runtime_dir)?
-        };
+        let (runtimes, runtimes_ready) =
+            if serving && !runtimes::all_installed(&settings.runtime_dir) {
+                tracing::info!(
+                    dir = %settings.runtime_dir.display(),
+                    "the sandbox runtimes are not installed: installing them in the background \
+                     (executions wait for them; `code-executor setup` or `fetch-runtimes` \
+                     installs them ahead)"
+                );
+                runtimes::install_in_background(
+                    settings.runtime_dir.clone(),
+                    runtimes::mirror_from_env(),
+                )
+            } else {
+                (
+                    runtimes::locate(&settings.runtime_dir)?,
+                    runtimes::Readiness::default(),
+                )
+            };
         let policy = Policy::new(settings.policy_allow.as_deref(), &settings.policy_deny)?;
         let discovery = discover(&settings)?;
         let policy = policy.with_aliases(discovery.aliases.clone());
@@ -118,6 +127,7 @@ impl App {
             },
             wrappers_dir: Some(settings.wrappers_dir.clone()),
             require_landlock: settings.require_landlock,
+            runtimes: runtimes_ready.clone(),
         };
         let landlock = fs_rules::support();
         if !landlock.available() {
@@ -139,6 +149,9 @@ impl App {
         } else if serving {
             let (worker, cache_dir) = (worker.clone(), settings.cache_dir.clone());
             tokio::spawn(async move {
+                if worker.runtimes.wait().await.is_err() {
+                    return;
+                }
                 match snapshot::ensure(&worker, &cache_dir).await {
                     Ok(prepared) => worker.prepared.set(prepared),
                     Err(e) => tracing::warn!("Python workers start without a snapshot: {e}"),

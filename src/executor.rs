@@ -38,6 +38,7 @@ use crate::sandbox::launch::WorkerConfig;
 use crate::sandbox::outcome::{CapturedOutput, EndKind, OutputBuffer};
 use crate::sandbox::pool::{ProcessPolicy, ProcessPool, Sessions};
 use crate::sandbox::proto::{HostRequest, Language};
+use crate::sandbox::runtimes::{self, InstallState};
 use crate::sandbox::tap::OutputTap;
 use crate::upstream::UpstreamPool;
 use crate::workspace::{Space, files, skills};
@@ -196,6 +197,8 @@ pub struct Executor {
     workspaces: Arc<Workspaces>,
     ids: AtomicU64,
     admission: Arc<Admission>,
+    /// Whether the sandbox runtimes are installed yet (`serve` may be installing them).
+    runtimes: runtimes::Readiness,
     /// What an HTTP principal may hold of the slots and the queue (the stdio client: all).
     principal_share: PrincipalShare,
     /// Executions running: the gauge `/metrics` serves (beside the queue's, [`Admission`]'s).
@@ -228,6 +231,7 @@ impl Executor {
         let py_policy = policy(settings.pool_size_python, settings.max_lanes_python, false);
         let (running, waiting) = wiring.metrics.execution_gauges();
         Executor {
+            runtimes: worker.runtimes.clone(),
             typescript: ProcessPool::start(worker.clone(), Language::Typescript, ts_policy, warm),
             python: ProcessPool::start(worker, Language::Python, py_policy, warm),
             admission: Admission::new(
@@ -346,6 +350,22 @@ impl Executor {
         (&self.upstream, Reach::policy(self.gate.policy()))
     }
 
+    /// Waits (at most `within`) for the runtimes a serving process is installing: why not,
+    /// when they failed or are still on their way.
+    async fn runtimes_installed(&self, within: Duration) -> Result<(), String> {
+        match tokio::time::timeout(within, self.runtimes.wait()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(match self.runtimes.now() {
+                InstallState::Installing(step) => format!(
+                    "the sandbox runtimes are still being installed ({step}); run the code again \
+                     in a moment"
+                ),
+                InstallState::Failed(why) => why,
+                InstallState::Ready => "the sandbox runtimes were not ready in time".to_owned(),
+            }),
+        }
+    }
+
     async fn execute_inner(
         &self,
         request: &ExecutionRequest,
@@ -428,6 +448,9 @@ impl Executor {
             Language::Typescript => &self.typescript,
             Language::Python => &self.python,
         };
+        if let Err(why) = self.runtimes_installed(timeout).await {
+            return fail(why);
+        }
         let process = match pool.acquire(&request.session).await {
             Ok(process) => process,
             Err(e) => return fail(format!("could not start a sandbox worker: {e}")),

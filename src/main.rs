@@ -33,10 +33,15 @@ use code_executor::workspace::cli::WorkspaceArgs;
 use code_executor::workspace::skills_cli::SkillsArgs;
 use code_executor::wrappers::cli::WrappersArgs;
 
+/// `--version`: the package version and the git commit built (see build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("BUILD_COMMIT"), ")");
+/// The port `serve --http` listens on when ADDR names none.
+const DEFAULT_HTTP_PORT: u16 = 8765;
+
 /// One MCP server in front of all your MCP servers: the LLM writes TypeScript that runs in a
 /// jailed sandbox and calls their tools through `callMCPTool(...)`.
 #[derive(Parser)]
-#[command(name = "code-executor", version, about, long_about = None)]
+#[command(name = "code-executor", version = VERSION, about, long_about = None)]
 struct Cli {
     /// The server's settings file (TOML). Default: $CODE_EXECUTOR_CONFIG, then
     /// ~/.config/code-executor/config.toml if it exists.
@@ -50,10 +55,11 @@ struct Cli {
 enum Command {
     /// Serve MCP over stdio (default) or streamable HTTP.
     Serve {
-        /// Serve streamable HTTP (endpoint /mcp) instead of stdio, at ADDR (default
+        /// Serve streamable HTTP (endpoint /mcp) instead of stdio, at ADDR: HOST:PORT, an IP
+        /// address or a host name such as localhost (port 8765 if none; default
         /// 127.0.0.1:8765; an address beyond loopback needs `http_token_file`).
         #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8765")]
-        http: Option<SocketAddr>,
+        http: Option<String>,
         /// Serve HTTP beyond loopback without a token: every host that can reach the port can
         /// run code and call every configured tool. Only for a network you trust entirely.
         #[arg(long, requires = "http")]
@@ -209,7 +215,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             http,
             allow_unauthenticated_network,
             ..
-        } => serve(settings, http, allow_unauthenticated_network).await,
+        } => {
+            let http = match http {
+                Some(addr) => Some(resolve_http(&addr).await?),
+                None => None,
+            };
+            serve(settings, http, allow_unauthenticated_network).await
+        }
         Command::Healthcheck { addr, timeout } => healthcheck(&settings, addr, timeout).await,
         Command::Posture { .. } | Command::PostureProbe { .. } | Command::Relay { .. } => {
             unreachable!("handled before the settings are loaded")
@@ -235,6 +247,27 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Auth(args) => auth(settings, args).await,
         Command::FetchRuntimes { mirror } => fetch_runtimes(settings, mirror).await,
     }
+}
+
+/// The address `serve --http ADDR` listens on: ADDR as an IP address and port, else resolved
+/// as a host name (`localhost`, `localhost:9000`); without a port, [`DEFAULT_HTTP_PORT`].
+async fn resolve_http(addr: &str) -> Result<SocketAddr> {
+    if let Ok(parsed) = addr.parse::<SocketAddr>() {
+        return Ok(parsed);
+    }
+    if let Ok(ip) = addr.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, DEFAULT_HTTP_PORT));
+    }
+    let with_port = match addr.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => addr.to_owned(),
+        _ => format!("{addr}:{DEFAULT_HTTP_PORT}"),
+    };
+    let mut found = tokio::net::lookup_host(&with_port)
+        .await
+        .with_context(|| format!("--http {addr}: cannot resolve the host name"))?;
+    found
+        .next()
+        .with_context(|| format!("--http {addr}: the host name has no address"))
 }
 
 /// The settings file to write on a first start: --config, else $CODE_EXECUTOR_CONFIG.
@@ -315,6 +348,13 @@ async fn serve(
         ),
         None => None,
     };
+    // The port is tried before anything starts, so that a port in use stops the start with a
+    // clear error, never after "ready" (the front binds it again below).
+    if let Some(addr) = http {
+        std::net::TcpListener::bind(addr).with_context(|| {
+            format!("cannot serve HTTP on {addr} (is another server listening there?)")
+        })?;
+    }
     // Over stdio the server has one client session, over HTTP any number.
     let sessions = if http.is_some() {
         Sessions::Many
@@ -322,12 +362,14 @@ async fn serve(
         Sessions::One
     };
     let app = App::build(settings, Some(sessions)).await?;
-    tracing::info!(
-        servers = app.discovery.servers.len(),
-        sources = ?app.discovery.sources_read,
-        audit = app.audit.is_enabled(),
-        "code-executor ready"
-    );
+    let ready = || {
+        tracing::info!(
+            servers = app.discovery.servers.len(),
+            sources = ?app.discovery.sources_read,
+            audit = app.audit.is_enabled(),
+            "code-executor ready"
+        )
+    };
     let front = app.front();
     let shutdown = cancelled_on_signal();
     if let Some(addr) = app.settings.ops_listen {
@@ -364,6 +406,7 @@ async fn serve(
             };
             let authenticated = access.token.is_some();
             front::http::serve(front, addr, access, shutdown, |bound| {
+                ready();
                 tracing::info!(
                     authenticated,
                     "serving MCP over streamable HTTP at http://{bound}/mcp"
@@ -373,6 +416,7 @@ async fn serve(
             .with_context(|| format!("cannot serve HTTP on {addr}"))?;
         }
         None => {
+            ready();
             let running = front
                 .serve(rmcp::transport::stdio())
                 .await
@@ -419,7 +463,12 @@ async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
     if json {
         println!("{}", serde_json::to_string_pretty(&statuses)?);
     } else if statuses.is_empty() {
-        println!("No MCP servers configured.");
+        println!(
+            "No downstream MCP servers found. Add one to a client's config (`code-executor setup` \
+             lists them) or to the servers file {} as {{\"mcpServers\": {{\"time\": \
+             {{\"command\": \"uvx\", \"args\": [\"mcp-server-time\"]}}}}}}.",
+            app.settings.servers_file.display()
+        );
     } else {
         println!(
             "{:<24} {:<9} {:<14} {:>5}  ERROR",
@@ -436,6 +485,12 @@ async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
             );
             if !s.aliases.is_empty() {
                 println!("  also named: {}", s.aliases.join(", "));
+            }
+            if s.error.is_some() {
+                let tail = stderr_tail(pool, &s.name).await;
+                if !tail.is_empty() {
+                    println!("{}", tail.trim_start_matches('\n'));
+                }
             }
         }
     }
@@ -471,15 +526,18 @@ async fn search(
 }
 
 async fn doctor(settings: Settings) -> Result<ExitCode> {
-    let mut problems = 0;
-    let mut report = |ok: bool, what: &str, detail: String| {
-        if !ok {
-            problems += 1;
+    let (mut problems, mut warnings) = (0, 0);
+    let mut report = |level: Level, what: &str, detail: String| {
+        match level {
+            Level::Ok => {}
+            Level::Warn => warnings += 1,
+            Level::Fail => problems += 1,
         }
-        println!("[{}] {what}: {detail}", if ok { " ok " } else { "FAIL" });
+        println!("[{}] {what}: {detail}", level.tag());
     };
+    let check = |ok: bool| if ok { Level::Ok } else { Level::Fail };
     report(
-        true,
+        Level::Ok,
         "settings",
         settings
             .source
@@ -487,15 +545,16 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
             .map(|p| p.display().to_string())
             .unwrap_or_else(|| "defaults (no settings file)".into()),
     );
+    let servers_file = settings.servers_file.clone();
     let app = match App::build(settings, None).await {
         Ok(app) => app,
         Err(e) => {
-            report(false, "start-up", e.to_string());
+            report(Level::Fail, "start-up", e.to_string());
             return Ok(ExitCode::FAILURE);
         }
     };
     report(
-        app.runtime_info.deno.is_some(),
+        check(app.runtime_info.deno.is_some()),
         "deno",
         app.runtime_info
             .deno
@@ -513,8 +572,12 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
     )
     .await
     {
-        Ok(_) => report(true, "sandbox", "a jailed worker process starts".into()),
-        Err(e) => report(false, "sandbox", e.to_string()),
+        Ok(_) => report(
+            Level::Ok,
+            "sandbox",
+            "a jailed worker process starts".into(),
+        ),
+        Err(e) => report(Level::Fail, "sandbox", e.to_string()),
     }
     let sources: Vec<String> = app
         .discovery
@@ -523,7 +586,7 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
         .map(|p| p.display().to_string())
         .collect();
     report(
-        true,
+        Level::Ok,
         "configs read",
         if sources.is_empty() {
             "none found".into()
@@ -531,27 +594,50 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
             sources.join(", ")
         },
     );
+    report(
+        Level::Ok,
+        "servers file",
+        if servers_file.exists() {
+            servers_file.display().to_string()
+        } else {
+            format!("{} (none yet)", servers_file.display())
+        },
+    );
     for warning in &app.discovery.warnings {
-        report(false, "config", warning.clone());
+        report(Level::Fail, "config", warning.clone());
     }
     // A project's own servers: who approved each, and what waits for approval (never
     // started).
     for server in &app.discovery.project_servers {
         match &server.approved_by {
             Some(by) => report(
-                true,
+                Level::Ok,
                 &format!("approval {}", server.name),
                 format!("by {by}"),
             ),
             None => report(
-                false,
+                Level::Fail,
                 &format!("server {}", server.name),
                 server.needs_approval(),
             ),
         }
     }
     let pool = &app.upstream;
-    for (name, tools) in pool.all_tools().await {
+    let all_tools = pool.all_tools().await;
+    if all_tools.is_empty() && app.discovery.project_servers.is_empty() {
+        report(
+            Level::Warn,
+            "servers",
+            format!(
+                "no downstream MCP servers found, so code has no tools to call; add one to a \
+                 client's config (`code-executor setup` lists them) or to the servers file {} \
+                 as {{\"mcpServers\": {{\"time\": {{\"command\": \"uvx\", \"args\": \
+                 [\"mcp-server-time\"]}}}}}}",
+                servers_file.display()
+            ),
+        );
+    }
+    for (name, tools) in all_tools {
         // The same server configured under other names: one entry, its aliases and their files.
         let aliases: Vec<String> = (pool.aliases().of(&name).iter())
             .map(|a| format!("{} ({})", a.name, a.source))
@@ -563,21 +649,58 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
         };
         match tools {
             Ok(tools) => report(
-                true,
+                Level::Ok,
                 &format!("server {name}"),
                 format!("{} tools{also}", tools.len()),
             ),
-            Err(e) => report(false, &format!("server {name}"), e.to_string()),
+            Err(e) => report(
+                Level::Fail,
+                &format!("server {name}"),
+                format!("{e}{}", stderr_tail(pool, &name).await),
+            ),
         }
     }
     pool.shutdown().await;
-    if problems == 0 {
+    if problems == 0 && warnings == 0 {
         println!("All checks passed.");
+        Ok(ExitCode::SUCCESS)
+    } else if problems == 0 {
+        println!("No problem found; {warnings} warning(s) above.");
         Ok(ExitCode::SUCCESS)
     } else {
         println!("{problems} problem(s) found.");
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// How a `doctor` check came out.
+#[derive(Clone, Copy)]
+enum Level {
+    Ok,
+    /// Worth knowing; not a failure.
+    Warn,
+    Fail,
+}
+
+impl Level {
+    fn tag(self) -> &'static str {
+        match self {
+            Level::Ok => " ok ",
+            Level::Warn => "WARN",
+            Level::Fail => "FAIL",
+        }
+    }
+}
+
+/// The last lines a failed stdio server wrote to its stderr, as more lines of a report
+/// (`servers`, `doctor`: the operator's own commands; never shown to the LLM).
+async fn stderr_tail(pool: &code_executor::upstream::UpstreamPool, server: &str) -> String {
+    let lines = pool.stderr_tail(server).await;
+    if lines.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = lines.iter().map(|l| format!("\n    | {l}")).collect();
+    format!("\n  its stderr ended with:{}", shown.concat())
 }
 
 async fn healthcheck(

@@ -72,7 +72,11 @@
 //! # Errors and warnings
 //!
 //! - An explicit `MCP_CONFIG_PATH` that is missing, unreadable, unparsable or
-//!   of the wrong shape makes `discover` fail with a [`DiscoveryError`].
+//!   of the wrong shape makes `discover` fail with a [`DiscoveryError`]. That
+//!   file, like this server's own servers file, holds `{"mcpServers": {...}}`
+//!   (or `"servers"`), or the bare map of servers by name
+//!   (`{"time": {"command": ...}}`); any other shape is refused naming the
+//!   file (see [`strict_row`]).
 //! - Any other file that exists but cannot be read or parsed, or has the wrong
 //!   shape, is skipped with a warning naming the file (and line and column for
 //!   a syntax error); the other files keep working. A missing file is normal
@@ -106,10 +110,12 @@
 //! An entry whose `command` has a file name (ignoring `.exe`, `.cmd`, `.bat`)
 //! in `DiscoveryInputs::self_names`, or that runs `npx`/`bunx`/`pnpx`/`uvx`
 //! with a package (`-p`/`--package`/`--from` value or first positional
-//! argument, version and scope stripped) in `self_names`, is dropped with a
-//! warning, checked both before and after expansion; so is an entry named
-//! like this server (`setup` registers it under that name, whatever the
-//! command). `setup` uses the same rules.
+//! argument, version and scope stripped) in `self_names`, is dropped,
+//! checked both before and after expansion; so is an entry named like this
+//! server (`setup` registers it under that name, whatever the command).
+//! `setup` uses the same rules. Dropping it is what the user expects (it is
+//! the entry `setup` wrote), so it is no warning: it is listed in
+//! [`Discovery::skipped_self`] and logged at `debug` only.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -212,9 +218,20 @@ pub struct Discovery {
     pub aliases: Aliases,
     /// Every config file read and parsed, in reading order, each once.
     pub sources_read: Vec<PathBuf>,
-    /// Things the user may want to know: skipped files, skipped
-    /// self-references, ignored fields.
+    /// Things the user may want to know: skipped files, ignored fields.
     pub warnings: Vec<String>,
+    /// Entries that launch this server itself (the one `setup` writes, say): never started,
+    /// and no warning.
+    pub skipped_self: Vec<SelfEntry>,
+}
+
+/// A definition that launches this server itself, skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelfEntry {
+    pub name: String,
+    pub source: ConfigSource,
+    /// What gave it away, e.g. `name "code-executor"`.
+    pub hit: String,
 }
 
 impl Discovery {
@@ -243,7 +260,8 @@ pub(crate) fn discover(inputs: &DiscoveryInputs) -> Result<Discovery, DiscoveryE
     let lists = run.lists();
     if let Some(explicit) = &inputs.explicit {
         let path = resolve_explicit(explicit, inputs);
-        run.row(table::row(SourceKind::Explicit), &path, true)?;
+        let row = run.strict_row(table::row(SourceKind::Explicit), &EXPLICIT_BARE, &path)?;
+        run.row(row, &path, true)?;
     }
     Ok(run.finish(&lists))
 }
@@ -255,8 +273,20 @@ pub(crate) fn discover_file(
     path: &Path,
 ) -> Result<Discovery, DiscoveryError> {
     let mut run = Run::new(inputs);
-    run.row(&table::OWN_FILE, path, true)?;
+    let row = run.strict_row(&table::OWN_FILE, &OWN_FILE_BARE, path)?;
+    run.row(row, path, true)?;
     Ok(run.finish(&Lists::default()))
+}
+
+/// `MCP_CONFIG_PATH` holding the bare map of servers by name.
+static EXPLICIT_BARE: Row = table::bare(SourceKind::Explicit);
+/// This server's own servers file holding the bare map of servers by name.
+static OWN_FILE_BARE: Row = table::bare(SourceKind::ServersFile);
+
+/// Whether the object `root` is a bare map of servers by name: not empty, and every value an
+/// object.
+fn is_bare_map(root: &serde_json::Map<String, Value>) -> bool {
+    !root.is_empty() && root.values().all(Value::is_object)
 }
 
 fn resolve_explicit(explicit: &Path, inputs: &DiscoveryInputs) -> PathBuf {
@@ -274,8 +304,8 @@ enum State {
     Enabled(Transport),
     Disabled(String),
     Invalid(String),
-    /// It launches this server; already warned about.
-    SelfSkip,
+    /// It launches this server: what gave it away.
+    SelfSkip(String),
 }
 
 struct Candidate {
@@ -312,6 +342,7 @@ struct Run<'a> {
     candidates: BTreeMap<String, Vec<Candidate>>,
     sources_read: Vec<PathBuf>,
     warnings: Vec<String>,
+    skipped_self: Vec<SelfEntry>,
 }
 
 impl<'a> Run<'a> {
@@ -327,6 +358,7 @@ impl<'a> Run<'a> {
             candidates: BTreeMap::new(),
             sources_read: Vec::new(),
             warnings: Vec::new(),
+            skipped_self: Vec::new(),
         }
     }
 
@@ -380,6 +412,68 @@ impl<'a> Run<'a> {
         };
         self.loaded.insert(path.to_owned(), loaded.clone());
         Ok(loaded)
+    }
+
+    /// Which row reads a file of its own (`MCP_CONFIG_PATH`, the servers file): `keyed` when
+    /// the file holds one of its keys (or is empty), `bare` when it is the bare map of servers
+    /// by name; any other shape is refused, naming the file and the two shapes it may have.
+    fn strict_row(
+        &mut self,
+        keyed: &'static Row,
+        bare: &'static Row,
+        path: &Path,
+    ) -> Result<&'static Row, DiscoveryError> {
+        let Some(parsed) = self.load(path, keyed.format(), true)? else {
+            return Ok(keyed);
+        };
+        let Some(root) = parsed.root.as_object() else {
+            return Ok(keyed);
+        };
+        let keys_of_row = keyed.servers.iter().filter_map(|at| match at.first() {
+            Some(table::Seg::Key(k)) => Some(*k),
+            _ => None,
+        });
+        let row_keys: Vec<&str> = keys_of_row.collect();
+        if root.is_empty() {
+            return Ok(keyed);
+        }
+        if row_keys.iter().any(|k| root.contains_key(*k)) {
+            // This server's own file holds nothing else: servers written beside its keys (the
+            // bare map, then `mcpServers` added) would be ignored without a word.
+            let beside: Vec<&str> = (root.iter())
+                .filter(|(k, v)| !row_keys.contains(&k.as_str()) && v.is_object())
+                .map(|(k, _)| k.as_str())
+                .take(3)
+                .collect();
+            if keyed.kind == SourceKind::ServersFile && !beside.is_empty() {
+                return Err(DiscoveryError::Shape {
+                    path: path.to_owned(),
+                    message: format!(
+                        "\"{}\" stands beside \"mcpServers\" and would be ignored; move it \
+                         into \"mcpServers\"",
+                        beside.join("\", \"")
+                    ),
+                });
+            }
+            return Ok(keyed);
+        }
+        if is_bare_map(root) {
+            return Ok(bare);
+        }
+        let odd: Vec<&str> = (root.iter())
+            .filter(|(_, v)| !v.is_object())
+            .map(|(k, _)| k.as_str())
+            .take(3)
+            .collect();
+        Err(DiscoveryError::Shape {
+            path: path.to_owned(),
+            message: format!(
+                "expected {{\"mcpServers\": {{\"<name>\": {{\"command\": ...}}}}}} or the bare \
+                 map {{\"<name>\": {{\"command\": ...}}}}, but \"{}\" is not a server \
+                 definition (an object)",
+                odd.join("\", \"")
+            ),
+        })
     }
 
     /// The servers of one file of `row`.
@@ -449,6 +543,17 @@ impl<'a> Run<'a> {
             path: raw.file.path.clone(),
         };
         let state = evaluate(&raw, &source, &self.ctx, &mut self.warnings);
+        if let State::SelfSkip(hit) = &state {
+            tracing::debug!(
+                "skipping server \"{}\" from {source}: it launches this server itself ({hit})",
+                raw.name
+            );
+            self.skipped_self.push(SelfEntry {
+                name: raw.name.clone(),
+                source: source.clone(),
+                hit: hit.clone(),
+            });
+        }
         let brought = brought::in_project(source.kind).then(|| {
             (
                 brought::fingerprint(&raw.definition),
@@ -485,6 +590,7 @@ impl<'a> Run<'a> {
         let mut out = Discovery {
             sources_read: self.sources_read,
             warnings: self.warnings,
+            skipped_self: self.skipped_self,
             ..Discovery::default()
         };
         for (name, mut candidates) in self.candidates {
@@ -502,7 +608,7 @@ impl<'a> Run<'a> {
             let source = winner.source;
             let brought = winner.brought;
             match (winner.state, listed) {
-                (State::SelfSkip, _) => {}
+                (State::SelfSkip(_), _) => {}
                 (State::Disabled(reason), _) | (_, Some(reason)) => {
                     out.disabled.push(DisabledEntry {
                         name,
@@ -554,8 +660,7 @@ fn evaluate(
         return State::Invalid("the server name is empty".to_owned());
     }
     if let Some(hit) = &raw.self_hit {
-        warnings.push(self_warning(name, source, hit));
-        return State::SelfSkip;
+        return State::SelfSkip(hit.clone());
     }
     if let Some(flag) = raw.flag_off {
         // Left off even where the client ignores the flag and loads the server: the user wrote
@@ -576,14 +681,8 @@ fn evaluate(
         Ok(Transport::Stdio { command, args, .. })
             if launches_self(&command, &args, self_names).is_some() =>
         {
-            let hit = launches_self(&command, &args, self_names).unwrap_or_default();
-            warnings.push(self_warning(name, source, &hit));
-            State::SelfSkip
+            State::SelfSkip(launches_self(&command, &args, self_names).unwrap_or_default())
         }
         Ok(transport) => State::Enabled(transport),
     }
-}
-
-fn self_warning(name: &str, source: &ConfigSource, hit: &str) -> String {
-    format!("skipping server \"{name}\" from {source}: it launches this server itself ({hit})")
 }

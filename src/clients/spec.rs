@@ -28,7 +28,10 @@ impl ConfigSource {
 
 impl fmt::Display for ConfigSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} config {}", self.kind.label(), self.path.display())
+        match self.kind {
+            SourceKind::ServersFile => write!(f, "servers file {}", self.path.display()),
+            _ => write!(f, "{} config {}", self.kind.label(), self.path.display()),
+        }
     }
 }
 

@@ -75,6 +75,8 @@ pub enum SourceKind {
     ClaudeCodeProject,
     /// The file named by `MCP_CONFIG_PATH`.
     Explicit,
+    /// This server's own servers file (`servers_file`), read after every other file.
+    ServersFile,
 }
 
 impl SourceKind {
@@ -348,10 +350,10 @@ pub(crate) const ROWS: &[Row] = &[
 /// alone under `projects.<project>.mcpServers` (`setup --disable-others` puts a project's
 /// servers there, so that no other project sees them). Not one of `ROWS`.
 pub(crate) static OWN_FILE: Row = Row {
-    kind: SourceKind::Explicit,
+    kind: SourceKind::ServersFile,
     client: None,
     scope: Scope::Project,
-    label: "code-executor servers file",
+    label: "servers file",
     scope_label: "servers file",
     files: &[],
     servers: &[
@@ -370,9 +372,35 @@ pub(crate) static OWN_FILE: Row = Row {
 
 /// The row of a kind of config file.
 pub(crate) fn row(kind: SourceKind) -> &'static Row {
+    if kind == SourceKind::ServersFile {
+        return &OWN_FILE;
+    }
     ROWS.iter()
         .find(|r| r.kind == kind)
         .expect("every SourceKind has a row")
+}
+
+/// A file of its own (`MCP_CONFIG_PATH` or the servers file, `kind`) that holds the bare map
+/// of servers by name, `{"time": {"command": ...}}`, instead of `{"mcpServers": {...}}`.
+pub(crate) const fn bare(kind: SourceKind) -> Row {
+    Row {
+        kind,
+        client: None,
+        scope: Scope::Project,
+        label: match kind {
+            SourceKind::ServersFile => "servers file",
+            _ => "MCP_CONFIG_PATH",
+        },
+        scope_label: match kind {
+            SourceKind::ServersFile => "servers file",
+            _ => "MCP_CONFIG_PATH",
+        },
+        files: &[],
+        servers: &[&[]],
+        other_key: None,
+        dialect: Dialect::Standard,
+        registers: false,
+    }
 }
 
 /// The rows of one client, lowest precedence first.

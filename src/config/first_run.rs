@@ -25,7 +25,8 @@ use figment::Figment;
 use figment::providers::Serialized;
 use figment::value::Value;
 
-use super::settings::{ENV_PREFIX, RawSettings, Settings, SettingsError};
+use super::keys;
+use super::settings::{ENV_PREFIX, RawSettings, Settings, SettingsError, settings_keys};
 
 /// Variable holding the downstream servers as JSON: `{"name": {...}}` or
 /// `{"mcpServers": {"name": {...}}}`, entries as in any MCP client config.
@@ -35,16 +36,6 @@ pub(crate) const SERVERS_FILE_NAME: &str = "servers.json";
 
 /// Beside the servers file: the SHA-256 of what was last written there from the variable.
 const SERVERS_DIGEST_NAME: &str = ".servers.json.from-env.sha256";
-
-/// Variables with the prefix that are not settings keys (read elsewhere, or secrets).
-const NOT_SETTINGS: &[&str] = &[
-    "CONFIG",
-    "RUNTIME_MIRROR",
-    "BIN",
-    "LOG",
-    "HTTP_TOKEN",
-    "SERVERS",
-];
 
 /// What `ensure` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,8 +208,8 @@ pub(crate) fn generate(
         let Some(suffix) = var.strip_prefix(ENV_PREFIX) else {
             continue;
         };
-        if NOT_SETTINGS.contains(&suffix) {
-            if suffix == "SERVERS" {
+        if keys::is_not_a_setting(suffix) {
+            if var == SERVERS_ENV {
                 servers = Some(servers_json(value)?);
             }
             continue;
@@ -227,7 +218,7 @@ pub(crate) fn generate(
         if !known.contains(&key) {
             return Err(FirstRunError::Variable {
                 var: var.clone(),
-                reason: "not a setting of code-executor (misspelt?)".into(),
+                reason: keys::unknown_variable(ENV_PREFIX, suffix, &known),
             });
         }
         // Parsed exactly as the settings loader parses variables (`5000`, `[a,b]`, paths).
@@ -289,14 +280,6 @@ pub(crate) fn generate(
         config_toml,
         servers_json: servers,
     })
-}
-
-/// The keys `RawSettings` knows (every field, set or not).
-fn settings_keys() -> BTreeSet<String> {
-    match serde_json::to_value(RawSettings::default()) {
-        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
-        _ => BTreeSet::new(),
-    }
 }
 
 /// Checks `CODE_EXECUTOR_SERVERS` and returns the servers file's content.
@@ -427,9 +410,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(
-            err.starts_with("CODE_EXECUTOR_TIMEOUT_MSS is invalid"),
-            "{err}"
+        assert_eq!(
+            err,
+            "CODE_EXECUTOR_TIMEOUT_MSS is invalid: not a setting of code-executor; did you mean \
+             `CODE_EXECUTOR_TIMEOUT_MS`?"
         );
     }
 

@@ -13,21 +13,12 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+use super::keys;
+
 /// Environment variable naming the settings file.
 pub const CONFIG_ENV: &str = "CODE_EXECUTOR_CONFIG";
 /// Prefix of the environment variables that override single settings.
 pub(crate) const ENV_PREFIX: &str = "CODE_EXECUTOR_";
-
-/// Variables with the prefix that are not settings fields (read elsewhere).
-const NOT_SETTINGS: &[&str] = &[
-    "config",
-    "runtime_mirror",
-    "bin",
-    "log",
-    "http_token",
-    "browser",
-    "oauth_client_secret",
-];
 
 /// Writable memory a worker's runtime maps besides the V8 heap (thread stacks, allocator arenas,
 /// the JIT), in MiB: `worker_memory_mb` must be at least `heap_limit_mb` plus this.
@@ -64,7 +55,8 @@ const PLACEHOLDER_WORDS: &[&str] = &[
     "xxxxxx",
 ];
 
-/// Settings as written by the user: every field optional, unknown fields ignored.
+/// Settings as written by the user: every field optional. A key no field has is refused by
+/// [`Settings::load`] (with the closest real one), not ignored.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct RawSettings {
@@ -386,8 +378,12 @@ pub struct Settings {
 /// A settings file or variable that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    /// A value of the wrong type, phrased once, naming the key as the user writes it.
     #[error("settings: {0}")]
-    Load(#[from] Box<figment::Error>),
+    Load(String),
+    /// Keys of the settings file that no setting has, each with the closest real one.
+    #[error("{}", .0.join("; "))]
+    Unknown(Vec<String>),
     #[error("settings file {path} does not exist")]
     MissingFile { path: PathBuf },
     #[error("setting `{field}` is invalid: {reason}")]
@@ -399,6 +395,14 @@ pub enum SettingsError {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// Every key a settings file may hold: the fields of [`RawSettings`].
+pub(crate) fn settings_keys() -> std::collections::BTreeSet<String> {
+    match serde_json::to_value(RawSettings::default()) {
+        Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+        _ => Default::default(),
+    }
 }
 
 /// A secret string that never shows in `Debug` output or logs.
@@ -435,10 +439,17 @@ impl Settings {
         };
         let mut figment = Figment::from(Serialized::defaults(RawSettings::default()));
         if let Some(path) = &file {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let unknown = keys::unknown_in_file(&text, path, &settings_keys());
+            if !unknown.is_empty() {
+                return Err(SettingsError::Unknown(unknown));
+            }
             figment = figment.merge(Toml::file_exact(path));
         }
-        figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(NOT_SETTINGS));
-        let raw: RawSettings = figment.extract().map_err(Box::new)?;
+        figment = figment.merge(Env::prefixed(ENV_PREFIX).ignore(keys::NOT_SETTINGS));
+        let raw: RawSettings = figment
+            .extract()
+            .map_err(|e| SettingsError::Load(keys::describe_load_error(e, ENV_PREFIX)))?;
         let env_token = std::env::var(HTTP_TOKEN_ENV).ok().filter(|t| !t.is_empty());
         let mut settings = Self::validate(raw, file)?;
         if settings.http_token.is_none() {

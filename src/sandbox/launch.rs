@@ -15,6 +15,7 @@ use super::jail::{self, JailPolicy};
 use super::prepared::PreparedSlot;
 use super::proto::Language;
 use super::runner;
+use super::runtimes::Readiness;
 
 /// The largest file the trusted snapshot run may write (the Pyodide memory snapshot is about
 /// 30 MiB); workers get [`JailPolicy::max_file_bytes`].
@@ -48,6 +49,9 @@ pub struct WorkerConfig {
     /// Refuse to start any Deno process when the kernel has no Landlock (fail closed) instead
     /// of running with the other layers only (warned about at start-up).
     pub require_landlock: bool,
+    /// Whether `deno` and `pyodide_dir` are installed yet (a serving process may be installing
+    /// them in the background): nothing starts a process before.
+    pub runtimes: Readiness,
 }
 
 /// What a Deno process is started for.
@@ -285,6 +289,7 @@ mod tests {
             jail: JailPolicy::default(),
             wrappers_dir: None,
             require_landlock: false,
+            runtimes: Readiness::default(),
         }
     }
 

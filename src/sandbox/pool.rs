@@ -414,6 +414,13 @@ impl ProcessPool {
 /// Keeps one spare process started until the pool is dropped. Start failures back off, so a
 /// broken runtime does not spin.
 async fn keep_spare(pool: std::sync::Weak<ProcessPool>) {
+    // Not before the runtimes are installed (a serving process may be installing them).
+    let Some(runtimes) = pool.upgrade().map(|p| p.config.runtimes.clone()) else {
+        return;
+    };
+    if runtimes.wait().await.is_err() {
+        return;
+    }
     let mut backoff = Duration::from_millis(100);
     loop {
         let Some(p) = pool.upgrade() else { return };

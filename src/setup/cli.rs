@@ -27,7 +27,9 @@ pub struct SetupArgs {
     pub scope: Option<Scope>,
     /// Also switch the client's other MCP servers off, so that only code-executor loads; it keeps
     /// reaching them (they are copied into its own servers file, a project's servers for that
-    /// project only; a project's servers that need approval are left alone).
+    /// project only; a project's servers that need approval are left alone). Claude Code's
+    /// switch is per project: its servers are switched off in this project only (run setup
+    /// again in each other project).
     #[arg(long)]
     pub disable_others: bool,
     /// Print the exact diff of every file and write nothing.
@@ -42,6 +44,10 @@ pub struct SetupArgs {
     /// Skip connecting to every downstream server at the end.
     #[arg(long)]
     pub no_index: bool,
+    /// Skip installing the sandbox runtimes (Deno, Pyodide; `serve` then installs them on its
+    /// first start, in the background).
+    #[arg(long)]
+    pub no_runtimes: bool,
     /// Put back, byte for byte, the files of one earlier run of setup from its backups (the
     /// newest without TIMESTAMP), after backing up their current state; nothing else is done.
     #[arg(long, value_name = "TIMESTAMP", num_args = 0..=1, default_missing_value = "")]
@@ -63,6 +69,11 @@ pub enum CliError {
     Cancelled,
     #[error("cannot index the downstream servers: {0}")]
     Index(String),
+    #[error(
+        "code-executor is registered, but its sandbox runtimes could not be installed: {0}; \
+         run `code-executor fetch-runtimes` (or `serve` installs them on its first start)"
+    )]
+    Runtimes(#[from] super::runtimes::InstallError),
     #[error(transparent)]
     Restore(#[from] super::backup::RestoreError),
     #[error("{0}")]
@@ -117,7 +128,7 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
     }
     if args.dry_run {
         println!("\nDry run: nothing was written.");
-        print_summary(&plan, &[], true);
+        print_summary(&plan, &[], true, &places.project);
         return Ok(());
     }
     let mut written = Vec::new();
@@ -135,10 +146,13 @@ pub async fn run(args: SetupArgs, settings: &Settings) -> Result<(), CliError> {
         written = files;
         backup_run = Some(run);
     }
+    if !args.no_runtimes {
+        install_runtimes(settings).await?;
+    }
     if !args.no_index {
         index(settings).await?;
     }
-    print_summary(&plan, &written, false);
+    print_summary(&plan, &written, false, &places.project);
     if let Some(run) = backup_run {
         let stamp = run.file_name().unwrap_or_default().to_string_lossy();
         println!(
@@ -291,6 +305,29 @@ fn confirm(question: &str) -> Result<bool, CliError> {
     Ok(matches!(line.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 
+/// Installs the sandbox runtimes now, so that the client's first start of the server does not
+/// wait for them.
+async fn install_runtimes(settings: &Settings) -> Result<(), CliError> {
+    let mirror = crate::sandbox::runtimes::mirror_from_env();
+    if crate::sandbox::runtimes::all_installed(&settings.runtime_dir)
+        && crate::sandbox::snapshot::verified(&settings.cache_dir).is_some()
+    {
+        println!(
+            "\nSandbox runtimes: installed in {}",
+            settings.runtime_dir.display()
+        );
+        return Ok(());
+    }
+    println!("\nInstalling the sandbox runtimes (Deno, Pyodide; verified by SHA-256)...");
+    let installed = super::runtimes::install(settings, mirror.as_deref()).await?;
+    println!(
+        "Sandbox runtimes: installed in {} (Pyodide snapshot {})",
+        settings.runtime_dir.display(),
+        installed.snapshot.display()
+    );
+    Ok(())
+}
+
 /// Connects to every downstream server this server will see (as `serve` would), with a
 /// progress bar, and prints what each offers.
 async fn index(settings: &Settings) -> Result<(), CliError> {
@@ -339,7 +376,7 @@ async fn index(settings: &Settings) -> Result<(), CliError> {
     Ok(())
 }
 
-fn print_summary(plan: &Plan, written: &[Written], dry_run: bool) {
+fn print_summary(plan: &Plan, written: &[Written], dry_run: bool, project: &std::path::Path) {
     println!("\nSummary:");
     println!(
         "  {:<15} {:<20} {:<9} CONFIG",
@@ -364,6 +401,14 @@ fn print_summary(plan: &Plan, written: &[Written], dry_run: bool) {
                 "",
                 o.disabled.join(", ")
             );
+            if o.client == Client::ClaudeCode {
+                println!(
+                    "  {:<15} (Claude Code switches servers off per project: in {} only; run \
+                     `code-executor setup --disable-others` in each other project too)",
+                    "",
+                    project.display()
+                );
+            }
         }
         if !o.needs_approval.is_empty() {
             let names: Vec<String> = o.needs_approval.iter().map(|n| shell_word(n)).collect();

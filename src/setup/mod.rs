@@ -37,13 +37,16 @@
 //! own files that the user has not approved (see [`crate::clients::approval`]) is left as it is,
 //! neither switched off nor copied: copying it would approve it behind the user's back.
 //!
-//! Files are written by [`write`]: through symbolic links, atomically.
+//! Files are written by [`write`]: through symbolic links, atomically. After registering,
+//! `setup` installs the sandbox runtimes with their progress on stderr ([`runtimes`]), so the
+//! client's first start of the server has nothing to download.
 
 pub mod auth;
 pub mod backup;
 pub mod cli;
 pub mod clients;
 pub mod edit;
+pub mod runtimes;
 pub mod trust;
 pub(crate) mod write;
 

@@ -79,6 +79,12 @@ impl StderrTail {
             .join(" | ")
     }
 
+    /// The last lines, each escaped, for the operator's own commands (`servers`, `doctor`).
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let lines = self.0.lines.lock().expect("stderr tail lock");
+        lines.iter().map(|l| l.escape_debug().to_string()).collect()
+    }
+
     /// Waits (at most [`STDERR_SETTLE`]) until every stderr reader has seen the end of its
     /// stream, so that the lines a dying server wrote last are in the tail.
     pub(crate) async fn settle(&self) {

@@ -3,7 +3,8 @@
 //! `notifications/tools/list_changed` clears.
 //!
 //! A server that fails to start is reported with its name and a fixed description of what went
-//! wrong; its stderr goes to the operator's log only (see `client`), never into an error the LLM
+//! wrong; its stderr goes to the operator's log and to the operator's own commands (`servers`,
+//! `doctor`: [`UpstreamPool::stderr_tail`]) only (see `client`), never into an error the LLM
 //! or sandboxed code can read. The other servers are unaffected. This module decides nothing
 //! about policy: callers (the broker, the catalogue) have already checked that a call is allowed
 //! and that the caller may cause the server to start.
@@ -504,6 +505,17 @@ impl UpstreamPool {
     fn speaks_modern(&self, peer: &Peer<RoleClient>) -> bool {
         peer.peer_info()
             .is_some_and(|info| !info.protocol_version.has_initialize())
+    }
+
+    /// The last lines `server` wrote to its stderr (at most 20, each escaped), once its readers
+    /// have seen the end of a stream that ended: for the operator's own commands (`servers`,
+    /// `doctor`), never for a message the LLM or sandboxed code can see.
+    pub async fn stderr_tail(&self, server: &str) -> Vec<String> {
+        let Ok(slot) = self.slot(server) else {
+            return Vec::new();
+        };
+        slot.stderr.settle().await;
+        slot.stderr.lines()
     }
 
     /// The state of every server, without connecting anything.

@@ -80,6 +80,12 @@ pub fn run(args: WorkspaceArgs, settings: &Settings, owner: &Owner) -> anyhow::R
             let listing = files::list(&space, &path)?;
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&listing)?)?;
+            } else if listing.entries.is_empty() {
+                let root = space.root().join(super::FILES_DIR);
+                match path.trim_matches('/') {
+                    "" | "." => writeln!(out, "the workspace is empty ({})", root.display())?,
+                    sub => writeln!(out, "{sub} is empty (in {})", root.display())?,
+                }
             } else {
                 for entry in &listing.entries {
                     let (size, suffix) = match entry.kind {

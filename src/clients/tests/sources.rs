@@ -64,11 +64,9 @@ args = ["serve"]
         }
     );
     assert_eq!(disabled(&d, "old").reason, "\"enabled\": false");
-    assert!(
-        d.warnings
-            .iter()
-            .any(|w| w.contains("\"me\"") && w.contains("launches this server"))
-    );
+    // This server's own entry is skipped without a warning.
+    assert!(d.skipped_self.iter().any(|s| s.name == "me"), "{d:?}");
+    assert!(d.warnings.iter().all(|w| !w.contains("\"me\"")), "{d:?}");
 }
 
 #[test]
@@ -634,6 +632,7 @@ fn labels_of_every_source() {
         SourceKind::GeminiProject,
         SourceKind::ClaudeCodeProject,
         SourceKind::Explicit,
+        SourceKind::ServersFile,
     ]
     .iter()
     .map(|k| k.label())
@@ -654,6 +653,7 @@ fn labels_of_every_source() {
             "Gemini CLI (project)",
             "Claude Code (project scope)",
             "MCP_CONFIG_PATH",
+            "servers file",
         ]
     );
     let source = ConfigSource {

@@ -43,6 +43,34 @@ fn file_then_env_override() {
 }
 
 #[test]
+fn an_unknown_key_in_the_file_is_refused_with_the_setting_meant() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file("c.toml", "timout_ms = 5000\n")?;
+        let err = Settings::load(Some(Path::new("c.toml")))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "unknown setting `timout_ms` in c.toml; did you mean `timeout_ms`?"
+        );
+        Ok(())
+    });
+}
+
+#[test]
+fn a_wrongly_typed_value_is_named_once_as_written() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file("c.toml", "timeout_ms = \"soon\"\n")?;
+        let err = Settings::load(Some(Path::new("c.toml"))).unwrap_err();
+        let text = format!("{:#}", anyhow::Error::from(err));
+        assert_eq!(text.matches("soon").count(), 1, "{text}");
+        assert!(text.contains("`timeout_ms` in "), "{text}");
+        assert!(!text.contains("default."), "{text}");
+        Ok(())
+    });
+}
+
+#[test]
 fn bad_variable_is_named() {
     figment::Jail::expect_with(|jail| {
         jail.set_env("CODE_EXECUTOR_TIMEOUT_MS", "soon");
