@@ -468,6 +468,42 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_is_a_json_rpc_error_with_a_null_id() {
+        let body: serde_json::Value =
+            serde_json::from_slice(&json_rpc_error(HTTP_REFUSAL, "invalid bearer token")).unwrap();
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {"code": -32000, "message": "invalid bearer token"}
+            })
+        );
+        let (content_type, _) = json_rpc_refusal_body(StatusCode::UNAUTHORIZED, "x");
+        assert_eq!(content_type, "application/json");
+    }
+
+    #[test]
+    fn only_what_is_no_request_is_refused_with_400() {
+        let answer = |code| Answer {
+            id: None,
+            error: rmcp::ErrorData::new(code, "m", None),
+        };
+        let legacy = HeaderMap::new();
+        let mut modern = HeaderMap::new();
+        modern.insert(PROTOCOL_VERSION_HEADER, "2026-07-28".parse().unwrap());
+        for (code, before, on_2026) in [
+            (ErrorCode::PARSE_ERROR, 400, 400),
+            (ErrorCode::INVALID_REQUEST, 400, 400),
+            (ErrorCode::INVALID_PARAMS, 200, 200),
+            (ErrorCode::METHOD_NOT_FOUND, 200, 404),
+        ] {
+            assert_eq!(answer_status(&answer(code), &legacy).as_u16(), before);
+            assert_eq!(answer_status(&answer(code), &modern).as_u16(), on_2026);
+        }
+    }
+
+    #[test]
     fn the_body_limit_fits_the_largest_code() {
         assert_eq!(request_body_limit(1024 * 1024), 4 * 1024 * 1024 + 64 * 1024);
         assert_eq!(request_body_limit(usize::MAX), usize::MAX);

@@ -94,10 +94,17 @@ impl Service<RoleServer> for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         let method = request.method().to_string();
+        // rmcp hands the session's first `initialize` over with the client's parameters already
+        // stored; one arriving where none are stored comes to a session opened without it.
         if matches!(request, ClientRequest::InitializeRequest(_))
-            && let Some(protocol) = self.protocol.get()
+            && (self.protocol.get().is_some() || context.peer.peer_info().is_none())
         {
-            let refusal = already_initialized(protocol);
+            let protocol = self
+                .protocol
+                .get()
+                .cloned()
+                .unwrap_or(ProtocolVersion::V_2026_07_28);
+            let refusal = already_initialized(&protocol);
             self.complaints.complain(STDIO_SESSION, &refusal.message);
             return Err(refusal);
         }

@@ -179,6 +179,27 @@ def test_stdio_a_second_initialize_is_refused_and_changes_nothing(stdio: RawStdi
     still_serves(stdio)
 
 
+def test_stdio_a_session_opened_without_initialize_refuses_one(tmp_path: Path, ce_binary: Path) -> None:
+    server = RawStdio(tmp_path)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    try:
+        # Before any lifecycle, a malformed initialize is answered like any other request.
+        assert_error(server.request(0, "initialize", {}), -32602, 0, r"protocolVersion")
+        opened = server.request(1, "tools/list", {"_meta": meta})
+        assert opened["result"]["resultType"] == "complete", opened
+        assert_error(server.ask(INITIALIZE), -32600, "init", r"already initialized with protocol 2026-07-28")
+        again = server.request(2, "tools/list", {"_meta": meta})
+        assert again["result"]["resultType"] == "complete", again
+        # On 2026-07-28 there is no ping, in the one wording.
+        assert_error(server.request(3, "ping", {"_meta": meta}), -32601, 3, r"^Method not found: ping$")
+    finally:
+        server.close()
+
+
 def test_stdio_notifications_get_no_answer(stdio: RawStdio) -> None:
     stdio.send({"jsonrpc": "2.0", "method": "notifications/no-such-thing", "params": {"x": 1}})
     stdio.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": {}}})
