@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 use code_executor::app::App;
@@ -158,11 +157,18 @@ enum Command {
 fn init_logging(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CODE_EXECUTOR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    // Logs go to stderr only: in stdio mode stdout is the MCP stream.
+    // Logs go to stderr only: in stdio mode stdout is the MCP stream. rmcp's warning of every
+    // error answer is left out: the front warns about those, limited per client session.
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .finish()
+        .with(tracing_subscriber::filter::filter_fn(|event| {
+            !front::is_rmcp_error_answer_warning(event)
+        }))
         .init();
 }
 
@@ -418,7 +424,7 @@ async fn serve(
         None => {
             ready();
             let running = front
-                .serve(rmcp::transport::stdio())
+                .serve_stdio()
                 .await
                 .context("MCP handshake over stdio failed")?;
             tokio::select! {

@@ -23,6 +23,8 @@
 //! The operations endpoint has its own, smaller limits ([`Limits::OPS`]) and paths that need no
 //! token (`/livez`, `/readyz`: probes). Each request's [`Principal`] (the token's fingerprint or,
 //! without a token, the peer's address) is set here and nowhere else: a client cannot choose it.
+//! The body of a refusal (401, 503) is plain text unless the listener's owner shapes it
+//! ([`Guard::with_refusal_body`]: the MCP endpoint answers in JSON-RPC).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -164,12 +166,24 @@ fn bearer_credentials(value: &str) -> Option<&str> {
         .then(|| credentials.trim())
 }
 
+/// The body of a refusal with its `Content-Type`, made from the refusal's reason.
+pub type RefusalBody = fn(StatusCode, &str) -> (HeaderValue, Body);
+
+/// Plain text: the reason as it is.
+fn text_body(_: StatusCode, reason: &str) -> (HeaderValue, Body) {
+    (
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+        Body::from(reason.to_string()),
+    )
+}
+
 /// Who may use a listener and how many connections it keeps.
 #[derive(Clone)]
 pub struct Guard {
     token: Option<BearerToken>,
     open_paths: &'static [&'static str],
     limits: Limits,
+    refusal_body: RefusalBody,
 }
 
 impl Guard {
@@ -183,7 +197,14 @@ impl Guard {
             token: token.map(BearerToken::new),
             open_paths,
             limits,
+            refusal_body: text_body,
         }
+    }
+
+    /// Refusals with bodies made by `body` instead of plain text.
+    pub fn with_refusal_body(mut self, body: RefusalBody) -> Self {
+        self.refusal_body = body;
+        self
     }
 
     fn principal(&self, headers: &HeaderMap, peer: SocketAddr) -> Result<Principal, &'static str> {
@@ -300,12 +321,15 @@ impl Connection {
         if !self.guard.open_paths.contains(&request.uri().path()) {
             let principal = match self.guard.principal(request.headers(), self.peer) {
                 Ok(principal) => principal,
-                Err(reason) => return refusal(StatusCode::UNAUTHORIZED, reason),
+                Err(reason) => {
+                    return refusal(StatusCode::UNAUTHORIZED, reason, self.guard.refusal_body);
+                }
             };
             if !self.slot.establish() {
                 return refusal(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "too many connections: retry later",
+                    self.guard.refusal_body,
                 );
             }
             request.extensions_mut().insert(principal);
@@ -318,15 +342,13 @@ impl Connection {
 }
 
 /// An answer that also closes the connection.
-fn refusal(status: StatusCode, reason: &'static str) -> Response<Body> {
-    let mut response = Response::new(Body::from(reason));
+fn refusal(status: StatusCode, reason: &'static str, shape: RefusalBody) -> Response<Body> {
+    let (content_type, body) = shape(status, reason);
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    headers.insert(header::CONTENT_TYPE, content_type);
     if status == StatusCode::UNAUTHORIZED {
         headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }

@@ -10,17 +10,22 @@
 
 mod budget;
 mod catalog;
+mod complaints;
 mod conform;
 mod execute;
 pub mod guard;
 mod health;
 pub mod http;
 mod live;
+mod malformed;
 mod media;
 mod reply;
 mod rounds;
+mod session;
+mod stdio;
 mod tasks;
 
+pub use complaints::is_rmcp_error_answer_warning;
 pub(crate) use health::RuntimeInfo;
 
 use std::sync::Arc;
@@ -75,6 +80,8 @@ pub struct Front {
     mentions: Arc<FailureMentions>,
     /// The token vaults of the client sessions, when personal data is tokenised (`pii`).
     pii: Option<Arc<Pii>>,
+    /// Warnings about unservable client messages, limited per client session.
+    complaints: Arc<complaints::Complaints>,
 }
 
 /// Who is calling: the client session (for rate limits and audit) and the request's
@@ -136,8 +143,36 @@ impl Front {
             levels: Arc::default(),
             mentions: Arc::default(),
             pii: Pii::of(executor.settings()),
+            complaints: Arc::default(),
             executor,
         }
+    }
+
+    /// Serves the one client of this process over stdin and stdout (see [`session`] and
+    /// [`stdio`]) until its handshake fails or the service starts.
+    pub async fn serve_stdio(
+        self,
+    ) -> Result<
+        rmcp::service::RunningService<RoleServer, impl rmcp::Service<RoleServer>>,
+        rmcp::service::ServerInitializeError,
+    > {
+        use rmcp::ServiceExt;
+        let complaints = self.complaints.clone();
+        let lines = stdio::Lines::new(tokio::io::stdin(), tokio::io::stdout(), complaints.clone());
+        session::Session::new(self, complaints).serve(lines).await
+    }
+
+    /// The answer to a `tools/call` of a tool we do not have: a protocol error, `-32602`, as
+    /// the specification's tools chapter lists "unknown tools" (see docs/interface.md).
+    fn unknown_tool(&self, name: &str) -> Option<ErrorData> {
+        if self.tools.iter().any(|tool| tool.name == name) {
+            return None;
+        }
+        let available: Vec<&str> = self.tools.iter().map(|t| t.name.as_ref()).collect();
+        Some(ErrorData::invalid_params(
+            format!("Unknown tool: {name} (available: {})", available.join(", ")),
+            None,
+        ))
     }
 
     /// Routes one tool call for `caller` (its session and cancellation) to its handler.
@@ -401,6 +436,9 @@ impl ServerHandler for Front {
     ) -> Result<CallToolResponse, ErrorData> {
         let received = Instant::now();
         tracing::debug!(tool = %request.name, "front: call received");
+        if let Some(unknown) = self.unknown_tool(&request.name) {
+            return Err(unknown);
+        }
         let session = session_of(&context);
         let level = self.levels.for_request(&session, &context);
         let vault = self.vault(&session);
@@ -485,6 +523,20 @@ impl ServerHandler for Front {
     ) -> Result<(), ErrorData> {
         self.levels.set(&session_of(&context), request.level);
         Ok(())
+    }
+
+    /// A request rmcp could not read as a method it knows: a known method with parameters that
+    /// do not fit (`-32602`), or a method nobody defines (`-32601`). The transports answer
+    /// these before rmcp sees them ([`malformed`]); this is the same answer for any that pass.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        Err(malformed::unserved(
+            &request.method,
+            request.params.as_ref(),
+        ))
     }
 }
 
