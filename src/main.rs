@@ -495,7 +495,7 @@ async fn servers(settings: Settings, json: bool) -> Result<ExitCode> {
             if s.error.is_some() {
                 let tail = stderr_tail(pool, &s.name).await;
                 if !tail.is_empty() {
-                    println!("{}", tail.trim_start_matches('\n'));
+                    eprintln!("{}:{tail}", s.name);
                 }
             }
         }
@@ -659,11 +659,13 @@ async fn doctor(settings: Settings) -> Result<ExitCode> {
                 &format!("server {name}"),
                 format!("{} tools{also}", tools.len()),
             ),
-            Err(e) => report(
-                Level::Fail,
-                &format!("server {name}"),
-                format!("{e}{}", stderr_tail(pool, &name).await),
-            ),
+            Err(e) => {
+                report(Level::Fail, &format!("server {name}"), e.to_string());
+                let tail = stderr_tail(pool, &name).await;
+                if !tail.is_empty() {
+                    eprintln!("{name}:{tail}");
+                }
+            }
         }
     }
     pool.shutdown().await;
@@ -698,8 +700,9 @@ impl Level {
     }
 }
 
-/// The last lines a failed stdio server wrote to its stderr, as more lines of a report
-/// (`servers`, `doctor`: the operator's own commands; never shown to the LLM).
+/// The last lines a failed stdio server wrote to its stderr, for the operator's own commands
+/// (`servers`, `doctor`), which print them on their stderr: their stdout is often read by an
+/// agent, and a server's stderr may carry secrets or text aimed at a model.
 async fn stderr_tail(pool: &code_executor::upstream::UpstreamPool, server: &str) -> String {
     let lines = pool.stderr_tail(server).await;
     if lines.is_empty() {

@@ -67,9 +67,15 @@ async def call_raw(tool: str, args: dict[str, Any], timeout: float = 120) -> Cal
 
 
 async def call(tool: str, args: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+    """An execution's whole report: a success's structured content with the accounting its
+    `_meta` holds, a failure's report from `_meta` (failures carry no structured content)."""
     result = await call_raw(tool, args, timeout)
+    report = (result.meta or {}).get("code-executor/report")
+    report = dict(report) if isinstance(report, dict) else {}
     if result.structured_content is not None:
-        return dict(result.structured_content)
+        return {**result.structured_content, **report}
+    if report:
+        return report
     return {"success": False, "error": text_of(result), "output": ""}
 
 
@@ -524,7 +530,7 @@ def downstream_answers() -> None:
     args = {"code": code, "timeoutMs": 60000, "allowedTools": [tool_name("large_text")]}
     result = anyio.run(call_raw, "executeTypescript", args, 180)
     size = reply_bytes(result)
-    sc = result.structured_content or {}
+    sc = result.structured_content or (result.meta or {}).get("code-executor/report") or {}
     this = size <= 3 * 1024 * 1024
     ok = ok and this
     details.append(

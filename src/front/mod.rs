@@ -578,9 +578,10 @@ mod tests {
                 hints.open_world_hint,
             );
             match tool.name.as_ref() {
-                // Code may call any downstream tool it is allowed: nothing is promised.
+                // Code may call any downstream tool it is allowed: nothing is promised (not
+                // read-only and not idempotent are the defaults, left out of tools/list).
                 execute::TYPESCRIPT | execute::PYTHON => {
-                    assert_eq!(says, (Some(false), Some(true), Some(false), Some(true)))
+                    assert_eq!(says, (None, Some(true), None, Some(true)))
                 }
                 // Look-ups of the configured servers and of this process.
                 _ => assert_eq!(

@@ -586,6 +586,16 @@ def exec_report(raw: CallToolResult) -> dict[str, Any] | None:
     return {**sc, **(report or {})}
 
 
+def wire_report(result: dict[str, Any]) -> Any:
+    """`exec_report` of a result read as JSON off the wire (a task's result, a raw reply): its
+    structuredContent with what `_meta[REPORT_META]` holds, or that report alone on failure."""
+    report = (result.get("_meta") or {}).get(REPORT_META)
+    sc = result.get("structuredContent")
+    if sc is None:
+        return report or {}
+    return {**sc, **report} if isinstance(sc, dict) and isinstance(report, dict) else sc
+
+
 def check_exec(tool: str, raw: CallToolResult, elapsed: float) -> Exec:
     sc = exec_report(raw)
     assert isinstance(sc, dict), f"{tool} returned no report: {dump(raw)}"

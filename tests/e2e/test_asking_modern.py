@@ -55,8 +55,9 @@ async def execute(client: Client, code: str, allowed: list[str] | None = None) -
     if allowed:
         args["allowedTools"] = allowed
     result = await client.call_tool("executeTypescript", args)
-    assert isinstance(result.structured_content, dict), result
-    return result.structured_content
+    report = harness.exec_report(result)
+    assert isinstance(report, dict), result
+    return report
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

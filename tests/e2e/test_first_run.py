@@ -275,10 +275,12 @@ def wait_for_line(proc: subprocess.Popen, needle: str, timeout: float) -> str:
     while time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], 0.5)
         if ready:
-            line = proc.stderr.readline()
-            if not line:
+            # Read the descriptor itself: a buffered readline would take several lines at once
+            # and leave the later ones where select no longer sees them.
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            if not chunk:
                 break
-            seen += line.decode(errors="replace")
+            seen += chunk.decode(errors="replace")
             if needle in seen:
                 return seen
     raise AssertionError(f"{needle!r} not seen; stderr:\n{seen}")
@@ -351,9 +353,13 @@ def test_a_crashing_servers_last_words_are_shown_to_the_operator(ce_binary, tmp_
     home = Home(tmp_path)
     crash = "import sys; sys.stderr.write('fatal: ACME_API_KEY is not set\\n'); sys.exit(3)"
     home.servers_file(json.dumps({"acme": {"command": sys.executable, "args": ["-c", crash]}}))
+    # On stderr, beside the log: stdout is often read by an agent, and a server's stderr may
+    # carry a secret or text aimed at a model (see test_hostile_downstream).
     servers = home.run("servers")
     assert "failed" in servers.stdout, explain(servers)
-    assert "fatal: ACME_API_KEY is not set" in servers.stdout, explain(servers)
+    assert "acme:" in servers.stderr and "fatal: ACME_API_KEY is not set" in servers.stderr, explain(servers)
+    assert "ACME_API_KEY" not in servers.stdout, explain(servers)
     doctor = home.run("doctor")
     assert doctor.returncode != 0, explain(doctor)
-    assert "[FAIL] server acme" in doctor.stdout and "fatal: ACME_API_KEY is not set" in doctor.stdout, explain(doctor)
+    assert "[FAIL] server acme" in doctor.stdout and "fatal: ACME_API_KEY is not set" in doctor.stderr, explain(doctor)
+    assert "ACME_API_KEY" not in doctor.stdout, explain(doctor)

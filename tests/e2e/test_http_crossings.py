@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 import pytest
 
+import harness
 from harness import REPO, E2EEnv, McpClient, binary, free_port, ok, tail
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -94,7 +95,7 @@ def tools_call(name: str, arguments: dict[str, Any], id_: int = 1) -> dict[str, 
 
 
 def fresh_client_run(url: str, token: str | None, code: str, allowed: list[str] | None = None, timeout: float = 90) -> Any:
-    """Connect a new real MCP client (its own HTTP connections) and run `code`; its structuredContent."""
+    """Connect a new real MCP client (its own HTTP connections) and run `code`; its report."""
 
     async def main() -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -107,7 +108,7 @@ def fresh_client_run(url: str, token: str | None, code: str, allowed: list[str] 
                         if allowed is not None:
                             args["allowedTools"] = allowed
                         result = await session.call_tool("executeTypescript", args)
-                        return result.structured_content
+                        return harness.exec_report(result)
 
     return anyio.run(main)
 

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import harness
-from harness import E2EEnv, run_cli
+from harness import wire_report, E2EEnv, run_cli
 from test_tasks import TASKS, Wire
 
 A = "127.0.0.1"
@@ -53,7 +53,7 @@ def run(wire: Wire, code: str, timeout: float = 60, **args: Any) -> dict[str, An
     """`executeTypescript`'s structuredContent."""
     result = wire.call(code, timeout=timeout, **args)
     assert result.get("resultType", "complete") == "complete", result
-    return result["structuredContent"]
+    return wire_report(result)
 
 
 def ok(wire: Wire, code: str, **args: Any) -> Any:
@@ -127,13 +127,13 @@ def test_another_principal_cannot_import_a_principals_skill(tmp_path):
             assert not tried["success"] and "no skill named greet" in tried["error"], tried
         # Nor does it find or describe it: not in its searches (the MCP tool and from code).
         found = tool(b, "searchTools", {"query": "friendly greetings", "detail": "full"})
-        assert not any(m.get("kind") == "skill" for m in found["structuredContent"]["matches"]), found
+        assert not any(m.get("kind") == "skill" for m in wire_report(found)["matches"]), found
         assert ok(b, 'const r = await searchTools("friendly greetings"); r.matches.filter((m) => m.kind === "skill").length') == 0
         described = tool(b, "getToolSchema", {"name": "skills/greet.ts"})
         assert described["isError"] is True and "no skill named greet" in str(described["content"]), described
         # The first principal still finds its own.
         mine = tool(a, "searchTools", {"query": "friendly greetings"})
-        assert mine["structuredContent"]["matches"][0]["name"] == "skills/greet.ts", mine
+        assert wire_report(mine)["matches"][0]["name"] == "skills/greet.ts", mine
         # The other principal's skill of the same name is its own, and replaces nothing.
         ok(b, f"await saveSkill('greet', {greet('b')})")
         assert ok(b, 'import { hello } from "skills/greet.ts";\nhello()') == "hello from b"
@@ -254,10 +254,10 @@ def test_a_principals_tasks_count_against_its_share(tmp_path):
         served = run(b, NOW)
         assert served["success"], served
         task = a_tasks.wait(created["taskId"], timeout=60)
-        assert task["status"] == "completed" and task["result"]["structuredContent"]["success"], task
+        assert task["status"] == "completed" and wire_report(task["result"])["success"], task
         spinning.join(60)
         waiting.join(60)
         assert spun and spun[0]["success"] and third and third[0]["success"], (spun, third)
-        first_end = min(task["result"]["structuredContent"]["result"], spun[0]["result"])
+        first_end = min(wire_report(task["result"])["result"], spun[0]["result"])
         assert third[0]["result"] >= first_end, "A's third execution ran beside its task and execution: the task took a slot beyond A's share"
         assert served["result"] < first_end, "B's execution waited for A's task or execution to end"

@@ -394,7 +394,11 @@ def strings_in(value) -> list[str]:
 def assert_clean(raw_or_value, what: str) -> None:
     """No control or bidirectional formatting character in anything the client gets."""
     if hasattr(raw_or_value, "structured_content"):
-        texts = strings_in(raw_or_value.structured_content) + [b.text for b in raw_or_value.content]
+        texts = (
+            strings_in(raw_or_value.structured_content)
+            + strings_in(raw_or_value.meta)
+            + [b.text for b in raw_or_value.content]
+        )
     else:
         texts = strings_in(raw_or_value)
     bad = [(t[:80], [hex(ord(ch)) for ch in FORBIDDEN if ch in t]) for t in texts if any(ch in t for ch in FORBIDDEN)]

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import harness
-from harness import E2EEnv
+from harness import wire_report, E2EEnv
 
 PROTOCOL = "2026-07-28"
 TASKS = {"io.modelcontextprotocol/tasks": {}}
@@ -162,9 +162,9 @@ def test_a_task_outlives_the_request_and_delivers_its_result(tmp_path):
         result = done["result"]
         # The very CallToolResult the call would have returned.
         assert result["isError"] is False, result
-        assert result["structuredContent"]["success"] is True
-        assert result["structuredContent"]["result"] == {"slept": 6}
-        assert result["structuredContent"]["output"] == "started\n"
+        assert wire_report(result)["success"] is True
+        assert wire_report(result)["result"] == {"slept": 6}
+        assert wire_report(result)["output"] == "started\n"
         assert "started" in result["content"][0]["text"]
         # Kept ten minutes from its end (ttlMs counts from its creation).
         assert 600000 + 6000 <= done["ttlMs"] < 600000 + 20000, done
@@ -175,10 +175,10 @@ def test_a_task_outlives_the_request_and_delivers_its_result(tmp_path):
         assert created["resultType"] == "task", created
         done = wire.wait(created["taskId"])
         assert done["status"] == "completed" and done["result"]["isError"] is True, done
-        assert "on purpose" in done["result"]["structuredContent"]["error"]
+        assert "on purpose" in wire_report(done["result"])["error"]
         # A short execution answers in its request, as before.
         quick = wire.call("6 * 7")
-        assert quick["resultType"] == "complete" and quick["structuredContent"]["result"] == 42, quick
+        assert quick["resultType"] == "complete" and wire_report(quick)["result"] == 42, quick
 
 
 def test_without_the_extension_a_call_behaves_as_before(tmp_path):
@@ -188,7 +188,7 @@ def test_without_the_extension_a_call_behaves_as_before(tmp_path):
         # No task: the result in the request, its timeout capped by max_timeout_ms.
         assert reply["resultType"] == "complete", reply
         assert reply["isError"] is True
-        assert "timed out after 2000 ms" in reply["structuredContent"]["error"], reply
+        assert "timed out after 2000 ms" in wire_report(reply)["error"], reply
         # The tasks methods need the extension declared.
         error = plain.send("tasks/get", {"taskId": "00000000-0000-0000-0000-000000000000"})["error"]
         # "Missing required client capability" (rmcp's code for it), naming the extension.
@@ -198,7 +198,7 @@ def test_without_the_extension_a_call_behaves_as_before(tmp_path):
         wire = Wire(port)
         assert "extensions" not in wire.send("server/discover", {})["result"]["capabilities"]
         reply = wire.call("await new Promise((r) => setTimeout(r, 1500)); 'done'")
-        assert reply["resultType"] == "complete" and reply["structuredContent"]["result"] == "done", reply
+        assert reply["resultType"] == "complete" and wire_report(reply)["result"] == "done", reply
         assert wire.send("tasks/get", {"taskId": "x"})["error"]["code"] == -32601
 
 
@@ -212,7 +212,7 @@ def test_the_task_maximum_is_enforced(tmp_path):
         assert created["ttlMs"] == 5000 + 600000, created
         done = wire.wait(created["taskId"])
         assert done["status"] == "completed" and done["result"]["isError"] is True, done
-        error = done["result"]["structuredContent"]["error"]
+        error = wire_report(done["result"])["error"]
         # Its timeout and the task's own end are both 5 s away; the task's, counted from the
         # call, comes first.
         assert "5000 ms" in error and ("timed out" in error or "task_max_ms" in error), error
@@ -228,7 +228,7 @@ def test_the_task_maximum_is_enforced(tmp_path):
         done = asking.wait(created["taskId"])
         assert time.monotonic() - t0 < 15
         assert done["status"] == "completed" and done["result"]["isError"] is True, done
-        error = done["result"]["structuredContent"]["error"]
+        error = wire_report(done["result"])["error"]
         assert "the task reached its limit of 5000 ms (task_max_ms" in error, error
 
 
@@ -250,8 +250,8 @@ def test_questions_of_a_task_are_answered_with_tasks_update(tmp_path):
             assert ack == {"jsonrpc": "2.0", "id": ack["id"], "result": {"resultType": "complete"}}, ack
         done = wire.wait(task_id)
         assert done["status"] == "completed", done
-        assert done["result"]["structuredContent"]["result"] == ["one", "two"], done
-        assert done["result"]["structuredContent"]["samplingRounds"] == 2
+        assert wire_report(done["result"])["result"] == ["one", "two"], done
+        assert wire_report(done["result"])["samplingRounds"] == 2
 
 
 def test_cancelling_a_task_stops_its_worker(tmp_path):
@@ -263,7 +263,7 @@ def test_cancelling_a_task_stops_its_worker(tmp_path):
         def archived() -> int:
             """How many times the downstream `archive_item` was called, asked by another execution."""
             counts = wire.run("return await callMCPTool('mcp__asker__calls', {})", allowedTools=["mcp__asker__calls"])
-            return counts["structuredContent"]["result"].get("archive_item", 0)
+            return wire_report(counts)["result"].get("archive_item", 0)
 
         # The worker's work leaves a mark downstream ten times a second.
         code = "while (true) { await callMCPTool('mcp__asker__archive_item', {id: 1}); await new Promise((r) => setTimeout(r, 100)); }"
@@ -317,7 +317,7 @@ def test_a_task_belongs_to_its_session(tmp_path):
         assert stranger.wait(theirs["taskId"])["result"]["structuredContent"]["result"] == "theirs"
         # The stranger's cancel did nothing: the owner's task completes.
         done = owner.wait(task_id)
-        assert done["status"] == "completed" and done["result"]["structuredContent"]["result"] == "mine", done
+        assert done["status"] == "completed" and wire_report(done["result"])["result"] == "mine", done
         # Once it finished, the owner's next task takes the place of the finished one.
         assert owner.call("await new Promise((r) => setTimeout(r, 1500)); 3")["resultType"] == "task"
 
@@ -342,7 +342,7 @@ def test_a_task_over_stdio_asks_and_completes(tmp_path):
             reply = {"role": "assistant", "content": {"type": "text", "text": "over stdio"}, "model": "m"}
             wire.send("tasks/update", {"taskId": created["taskId"], "inputResponses": {"q1": reply}})
             done = wire.wait(created["taskId"])
-            assert done["result"]["structuredContent"]["result"] == "over stdio", done
+            assert wire_report(done["result"])["result"] == "over stdio", done
             # The session over stdio is `stdio`: its tasks are its own there too.
             assert wire.send("tasks/get", {"taskId": "x" * 36})["error"]["code"] == -32602
         finally:
