@@ -180,23 +180,31 @@ def test_a_process_resting_with_memory_its_work_left_is_replaced_by_a_fresh_one(
     """V8 keeps the pages of the heaps it freed: after an execution that built a large heap, the
     process holds far more than a fresh one while it runs nothing. Once it has rested (1 s), it
     is retired, and the session's next execution runs in a fresh process holding what a fresh
-    one holds."""
+    one holds. (V8 sometimes gives the pages back first: then the process rightly stays, and the
+    heap is built again, up to three times.)"""
     c = start_server(SERVER_ENV)
-    first = ok(c, "Deno.pid").result
-    fresh = _resident_mib(first)
-    ex = ok(c, "const a = [];\nfor (let i = 0; i < 60; i++) a.push(Array.from({ length: 100000 }, (_, j) => ({ j })));\na.length")
-    assert ex.result == 60, ex.describe()
-    assert first in _workers(c)["typescript"]
-    held = _resident_mib(first)
-    assert held > fresh + 100, (fresh, held)
-    successor = _wait_for(
-        "the process holding the heap its execution left is still there, or no successor",
-        lambda: (lambda w: w if first not in w and len(w) == 1 else None)(_workers(c)["typescript"]),
-        timeout=60,  # a rest of 1 s, looked for every second; far longer on a loaded machine
-    )
-    assert ok(c, "Deno.pid").result == successor[0]
-    assert _resident_mib(successor[0]) < fresh + 48, (fresh, _resident_mib(successor[0]))
-    assert_alive(c)
+    big_heap = "const a = [];\nfor (let i = 0; i < 60; i++) a.push(Array.from({ length: 100000 }, (_, j) => ({ j })));\na.length"
+    pid = ok(c, "Deno.pid").result
+    fresh = _resident_mib(pid)
+    for _ in range(3):
+        pid = ok(c, "Deno.pid").result
+        assert ok(c, big_heap).result == 60
+        if _resident_mib(pid) < fresh + 64:
+            continue  # already given back: nothing to retire it for
+
+        def retired_or_given_back():
+            workers = _workers(c)["typescript"]
+            if pid not in workers:
+                return ("retired", workers) if len(workers) == 1 else None
+            return ("given back", workers) if _resident_mib(pid) < fresh + 48 else None
+
+        outcome, workers = _wait_for("the process neither retired nor gave its heap back", retired_or_given_back, timeout=60)
+        if outcome == "retired":
+            assert ok(c, "Deno.pid").result == workers[0]
+            assert _resident_mib(workers[0]) < fresh + 48, (fresh, _resident_mib(workers[0]))
+            assert_alive(c)
+            return
+    pytest.fail("V8 gave the heap back each time: no process rested holding it (the test saw no retirement)")
 
 
 def test_a_python_process_started_for_an_execution_serves_it_on_a_single_use_lane(start_server) -> None:
