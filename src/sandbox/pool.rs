@@ -319,10 +319,7 @@ impl ProcessPool {
     /// Retires the session processes in which work kept running while none of their
     /// executions did (`stray`).
     fn retire_stray(&self) {
-        let bound: Vec<Arc<WorkerProcess>> = {
-            let bound = self.bound.lock().expect("bound lock");
-            bound.values().filter(|p| p.is_serving()).cloned().collect()
-        };
+        let bound = self.serving_bound();
         for process in &bound {
             if let Some(why) = self.stray.look(process, self.policy.stock) {
                 tracing::warn!(
@@ -340,32 +337,37 @@ impl ProcessPool {
     /// Retires the session processes that rest holding far more memory than a fresh one
     /// (`held`). The spare is looked at too: it is what a fresh process holds.
     fn retire_held(&self) {
-        let mut watched: Vec<Arc<WorkerProcess>> = {
-            let bound = self.bound.lock().expect("bound lock");
-            bound.values().filter(|p| p.is_serving()).cloned().collect()
-        };
+        let mut watched = self.serving_bound();
         let spare = self.spare.lock().expect("spare lock").clone();
         watched.extend(spare.iter().filter(|p| p.is_serving()).cloned());
+        let mut retired = false;
         for process in &watched {
             let is_spare = spare.as_ref().is_some_and(|s| Arc::ptr_eq(s, process));
-            if let Some(why) = self.held.look(process, self.policy.stock) {
-                if is_spare {
-                    continue;
-                }
+            let Some(why) = self.held.look(process, self.policy.stock) else {
+                continue;
+            };
+            if !is_spare {
                 tracing::debug!(
                     process = process.id(),
                     language = self.language.as_str(),
                     "worker process retired: {why}"
                 );
                 process.retire(&why);
+                retired = true;
             }
         }
         self.held
             .keep_only(|id| watched.iter().any(|p| p.id() == id && p.is_serving()));
-        if self.spare_useful() {
-            // (With one session: its process may just have been retired.)
+        if retired && self.spare_useful() {
+            // With one session: its process was just retired, so its successor is wanted.
             self.wanted.notify_one();
         }
+    }
+
+    /// The session processes that still take executions.
+    fn serving_bound(&self) -> Vec<Arc<WorkerProcess>> {
+        let bound = self.bound.lock().expect("bound lock");
+        bound.values().filter(|p| p.is_serving()).cloned().collect()
     }
 
     /// Retires the processes that served long enough or sat idle.
